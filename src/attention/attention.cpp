@@ -1,0 +1,49 @@
+#include "attention/attention.h"
+
+namespace attnmt {
+
+namespace {
+torch::Tensor select_defined(const torch::Tensor& t, const torch::Tensor& index) {
+  return t.defined() ? t.index_select(0, index) : t;
+}
+}  // namespace
+
+AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
+  AttentionMemory out;
+  out.values = select_defined(values, index);
+  // keys often alias values: keep the alias instead of copying twice
+  out.keys = keys.defined() && keys.is_same(values) ? out.values : select_defined(keys, index);
+  out.mask = select_defined(mask, index);
+  out.lengths = select_defined(lengths, index);
+  out.extra.reserve(extra.size());
+  for (const auto& t : extra) out.extra.push_back(select_defined(t, index));
+  return out;
+}
+
+AttentionState AttentionState::index_select(const torch::Tensor& index) const {
+  AttentionState out;
+  out.tensors.reserve(tensors.size());
+  for (const auto& t : tensors) out.tensors.push_back(select_defined(t, index));
+  return out;
+}
+
+AttentionMemory Attention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
+  AttentionMemory m;
+  m.values = memory;
+  m.keys = memory;
+  m.mask = mask;
+  m.lengths = mask.sum(1);
+  return m;
+}
+
+torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& mask) {
+  return scores.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity())
+      .softmax(-1);
+}
+
+torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values) {
+  // [B, 1, S] x [B, S, Dm] -> [B, Dm]
+  return torch::bmm(weights.unsqueeze(1), values).squeeze(1);
+}
+
+}  // namespace attnmt

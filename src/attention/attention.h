@@ -1,0 +1,73 @@
+// The attention interface (see ../shared/ATTENTION.md for the formulas of every variant).
+//
+// A variant is one nn::Module subclass in its own file, created by make_attention()
+// (registry.cpp). Its life cycle per batch:
+//   prepare(memory, mask)   once per batch: project the encoder states into keys (never per step)
+//   initial_state(memory)   the per-step recurrent state the variant needs (may be empty)
+//   forward(query, ...)     once per decoder step: context vector and weights
+// Everything that depends on the sentence is stored batch-first in AttentionMemory /
+// AttentionState, so beam search can expand, reorder and prune it with index_select alone,
+// without knowing which variant it is running.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnmt {
+
+// Per-batch attention memory. Every tensor has the batch as dimension 0.
+struct AttentionMemory {
+  torch::Tensor values;  // [B, S, Dm] encoder states; contexts are weighted sums of these
+  torch::Tensor keys;    // [B, S, Dk] keys projected once per batch (variant-specific, may alias)
+  torch::Tensor mask;    // [B, S] bool, true = real source token
+  torch::Tensor lengths; // [B] int64, number of real source tokens
+  std::vector<torch::Tensor> extra;  // variant-specific batch-first tensors
+
+  AttentionMemory index_select(const torch::Tensor& index) const;
+};
+
+// Per-step recurrent state (running sums, previous alignment, coverage...), batch-first.
+struct AttentionState {
+  std::vector<torch::Tensor> tensors;
+  AttentionState index_select(const torch::Tensor& index) const;
+};
+
+struct AttentionOutput {
+  torch::Tensor context;  // [B, Dm]
+  torch::Tensor weights;  // [B, S]: sums to 1 over real positions (soft), one-hot (hard)
+  AttentionState state;   // the state after this step
+};
+
+class Attention : public torch::nn::Module {
+ public:
+  ~Attention() override = default;
+
+  // memory [B, S, Dm] (encoder output), mask [B, S] bool.
+  virtual AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask);
+  virtual AttentionState initial_state(const AttentionMemory& memory) const { return {}; }
+  // query [B, Dq]; step = 0-based target position t.
+  virtual AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
+                                  const AttentionState& state, int64_t step) = 0;
+  // Size of the context vector this variant returns.
+  virtual int64_t context_size() const { return memory_size_; }
+  // An extra training loss term accumulated since the last call (coverage loss, REINFORCE...);
+  // undefined when the variant has none. Called once per batch by the trainer.
+  virtual torch::Tensor take_auxiliary_loss() { return {}; }
+
+ protected:
+  Attention(int64_t query_size, int64_t memory_size)
+      : query_size_(query_size), memory_size_(memory_size) {}
+  int64_t query_size_;
+  int64_t memory_size_;
+};
+
+// softmax over the last dimension that gives exactly 0 to positions where mask is false.
+// scores [B, S], mask [B, S] bool. Every row must have at least one true position.
+torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& mask);
+
+// context [B, Dm] = sum_i weights[b, i] * values[b, i, :]
+torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values);
+
+}  // namespace attnmt

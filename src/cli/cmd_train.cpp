@@ -1,0 +1,41 @@
+// attnmt train CONFIG.yaml [--set key=value ...] [--resume]
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "config/loader.h"
+#include "train/trainer.h"
+#include "util/logging.h"
+
+namespace attnmt::cli {
+
+void add_train_command(CLI::App& app, const GlobalOptions& global) {
+  struct Options {
+    std::string config;
+    std::vector<std::string> overrides;
+    bool resume = false;
+    int threads = -1;
+    std::string device;
+  };
+  auto opts = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("train", "Train a model from a YAML experiment config");
+  cmd->add_option("config", opts->config, "Experiment config (YAML)")->required();
+  cmd->add_option("--set", opts->overrides, "Override a config key: --set train.max_steps=100 (repeatable)")
+      ->take_all();
+  cmd->add_flag("--resume", opts->resume, "Continue from the newest checkpoint in train.save_dir");
+  cmd->add_option("--threads", opts->threads, "Intra-op threads (default: config 'threads', 0 = all cores)");
+  cmd->add_option("--device", opts->device, "cpu | cuda | cuda:N (default: config 'device')");
+  cmd->callback([opts, &global] {
+    setup_logging(global.debug);
+    auto overrides = opts->overrides;
+    if (opts->threads >= 0) overrides.push_back("threads=" + std::to_string(opts->threads));
+    if (!opts->device.empty()) overrides.push_back("device=" + opts->device);
+    TrainRequest request;
+    request.config = load_config_file(opts->config, overrides);
+    request.config_source = opts->config;
+    request.resume = opts->resume;
+    train(request);
+  });
+}
+
+}  // namespace attnmt::cli

@@ -1,0 +1,111 @@
+// attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
+//                  [--batch-size N] [--attention-out FILE]
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "decoding/translator.h"
+#include "train/checkpoint.h"
+#include "util/error.h"
+#include "util/logging.h"
+#include "util/text_io.h"
+
+namespace attnmt::cli {
+
+namespace {
+
+std::vector<std::string> read_input(const std::string& path) {
+  if (!path.empty() && path != "-") return read_lines(path);
+  // stdin: same checks as files
+  std::vector<std::string> lines;
+  std::string line;
+  size_t n = 0;
+  while (std::getline(std::cin, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find('\0') != std::string::npos) {
+      throw InputError("<stdin> line " + std::to_string(n) + ": NUL byte at byte " + std::to_string(line.find('\0')));
+    }
+    if (auto bad = find_invalid_utf8(line); bad != std::string::npos) {
+      throw InputError("<stdin> line " + std::to_string(n) + ": invalid UTF-8 at byte " + std::to_string(bad));
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+}  // namespace
+
+void add_translate_command(CLI::App& app, const GlobalOptions& global) {
+  struct Options {
+    std::string model, checkpoint, input, output, attention_out, device;
+    int beam_size = 0, n_best = 0, batch_size = 0, threads = -1;
+    double length_penalty = -1, max_length_ratio = -1;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("translate", "Translate a text file (raw text in, detokenized text out)");
+  cmd->add_option("--model", o->model, "Save dir of a trained model")->required();
+  cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint file (default: SAVE_DIR/best.pt, else the newest)");
+  cmd->add_option("--input,-i", o->input, "Input file, one sentence per line (default: stdin)");
+  cmd->add_option("--output,-o", o->output, "Output file (default: stdout)");
+  cmd->add_option("--beam-size", o->beam_size, "Beam size (default: decode.beam_size; 1 = greedy)");
+  cmd->add_option("--n-best", o->n_best, "Write the N best: 'line ||| text ||| score' (default: decode.n_best)");
+  cmd->add_option("--batch-size", o->batch_size, "Sentences decoded together (default: decode.batch_size)");
+  cmd->add_option("--length-penalty", o->length_penalty, "GNMT length penalty alpha (default: decode.length_penalty)");
+  cmd->add_option("--max-length-ratio", o->max_length_ratio, "Max output/input length (default: decode.max_length_ratio)");
+  cmd->add_option("--attention-out", o->attention_out,
+                  "Write attention as JSON lines: {line, src, tgt, attention[tgt][src]}");
+  cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
+  cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
+  cmd->callback([o, &global] {
+    setup_logging(global.debug);
+    auto loaded = load_model(o->model, o->checkpoint, o->device);
+    const auto& dc = loaded.config.decode;
+    const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
+    torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+    TranslateOptions options;
+    options.search.beam_size = o->beam_size > 0 ? o->beam_size : dc.beam_size;
+    options.search.n_best = o->n_best > 0 ? o->n_best : dc.n_best;
+    options.search.length_penalty = o->length_penalty >= 0 ? o->length_penalty : dc.length_penalty;
+    options.search.coverage_penalty = dc.coverage_penalty;
+    options.search.max_length_ratio = o->max_length_ratio > 0 ? o->max_length_ratio : dc.max_length_ratio;
+    options.search.return_attention = !o->attention_out.empty();
+    options.batch_size = o->batch_size > 0 ? o->batch_size : dc.batch_size;
+    if (options.search.n_best > options.search.beam_size) {
+      throw InputError("--n-best (" + std::to_string(options.search.n_best) + ") cannot exceed the beam size (" +
+                       std::to_string(options.search.beam_size) + ")");
+    }
+    const auto lines = read_input(o->input);
+    Seq2SeqStepModel step_model(loaded.model);
+    auto results = translate_lines(step_model, loaded.tokenizers, lines, options);
+
+    std::ostringstream out, att;
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (options.search.n_best > 1) {
+        for (const auto& t : results[i]) out << i << " ||| " << t.text << " ||| " << t.score << '\n';
+      } else {
+        out << results[i].front().text << '\n';
+      }
+      if (options.search.return_attention) {
+        const auto& best = results[i].front();
+        nlohmann::json j = {{"line", i}, {"src", best.src_pieces}, {"tgt", best.tgt_pieces},
+                            {"attention", best.attention}, {"translation", best.text}};
+        att << j.dump() << '\n';
+      }
+    }
+    if (o->output.empty() || o->output == "-") {
+      std::fwrite(out.str().data(), 1, out.str().size(), stdout);
+      std::fflush(stdout);
+    } else {
+      write_file_atomic(o->output, out.str());
+    }
+    if (options.search.return_attention) write_file_atomic(o->attention_out, att.str());
+  });
+}
+
+}  // namespace attnmt::cli

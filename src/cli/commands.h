@@ -1,0 +1,17 @@
+// Sub-commands of the attnmt program. Each add_*_command registers its sub-command on the app;
+// its callback turns options into library structs, calls the library, and throws attnmt::Error
+// (InputError -> exit 2, RuntimeError -> exit 1) on failure. main.cpp prints the one-line error.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace attnmt::cli {
+
+struct GlobalOptions {
+  bool debug = false;  // --debug: verbose logs and backtraces on errors
+};
+
+void add_train_command(CLI::App& app, const GlobalOptions& global);
+void add_translate_command(CLI::App& app, const GlobalOptions& global);
+void add_score_command(CLI::App& app, const GlobalOptions& global);
+
+}  // namespace attnmt::cli

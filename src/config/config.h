@@ -1,0 +1,111 @@
+// The experiment configuration: typed structs with their defaults. Parsed once from YAML by
+// config/loader.cpp (the only file that includes yaml-cpp), validated there, and then passed
+// around as these plain structs. Every field here is a YAML key of the same dotted name
+// (e.g. model.encoder.hidden_size); docs/config.md and configs/*.yaml document them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnmt {
+
+struct CorpusConfig {
+  std::string src;  // path of the source-side text file (plain or .gz), one sentence per line
+  std::string tgt;  // path of the target-side text file, same number of lines as src
+};
+
+struct DataConfig {
+  CorpusConfig train;  // required for training
+  CorpusConfig valid;  // required for training (validation perplexity / BLEU)
+  CorpusConfig test;   // optional: translated and scored at the end of training when set
+  int max_length = 100;  // pairs with more subword tokens than this on either side are skipped
+};
+
+struct TokenizerConfig {
+  std::string type = "sentencepiece";  // only "sentencepiece" for now
+  std::string model_type = "bpe";      // bpe | unigram
+  int vocab_size = 8000;               // per model (one shared model, or one per side)
+  bool shared = true;                  // one model trained on both sides, or one per side
+  double character_coverage = 1.0;     // SentencePiece --character_coverage
+};
+
+struct EncoderConfig {
+  std::string rnn = "lstm";   // lstm | gru
+  bool bidirectional = true;  // forward and backward states are concatenated
+  int layers = 2;
+  int hidden_size = 256;      // per direction
+  double dropout = 0.3;       // between layers and on the encoder output
+};
+
+struct DecoderConfig {
+  std::string rnn = "lstm";     // lstm | gru
+  std::string style = "luong";  // luong (attention after the RNN step) | bahdanau (before)
+  int layers = 2;
+  int hidden_size = 256;
+  bool input_feeding = true;    // luong style: feed the previous attentional state h~ to the RNN
+  double dropout = 0.3;
+};
+
+struct AttentionConfig {
+  std::string type = "luong_general";  // one of the registered names (attention/registry.cpp)
+  int hidden_size = 0;        // additive/concat scores: size of the tanh layer (0 = decoder size)
+  int window = 10;            // local_m / local_p: half-width D of the window
+  std::string score = "general";  // local_m / local_p: dot | general | concat
+  bool hard_decode = true;    // monotonic / hard: hard (one-hot) attention when decoding
+  int heads = 4;              // multi_head: number of heads
+  int max_area = 3;           // area: maximal span length A
+  bool coverage = false;      // additive score with a coverage term (See et al., 2017)
+  double coverage_loss = 0.0; // weight lambda of the coverage loss (0 = off)
+};
+
+struct ModelConfig {
+  int embedding_size = 256;
+  EncoderConfig encoder;
+  DecoderConfig decoder;
+  AttentionConfig attention;
+  bool tie_embeddings = false;  // output layer shares the target embedding matrix
+};
+
+struct TrainConfig {
+  std::string save_dir;          // required: checkpoints, tokenizer models, logs
+  int batch_size = 64;           // sentences per batch (used when batch_tokens == 0)
+  int batch_tokens = 0;          // if > 0: batches hold up to this many target tokens
+  int max_steps = 0;             // stop after this many updates (0 = no limit)
+  int max_epochs = 0;            // stop after this many epochs (0 = no limit)
+  std::string optimizer = "adam";  // adam | sgd
+  double learning_rate = 1e-3;
+  double clip_norm = 5.0;        // global gradient-norm clipping (0 = off)
+  double label_smoothing = 0.1;
+  std::string lr_schedule = "plateau";  // plateau | constant
+  double lr_decay = 0.5;         // plateau: multiply the LR by this when valid does not improve
+  int lr_patience = 1;           // plateau: validations without improvement before decaying
+  double min_learning_rate = 1e-5;
+  int valid_every = 1000;        // validate every N updates (and at the end of each epoch)
+  std::string valid_metric = "bleu";  // bleu | ppl: what "best" and early stopping look at
+  int valid_beam_size = 1;       // beam size for valid BLEU (1 = greedy)
+  int patience = 0;              // stop after N validations without improvement (0 = off)
+  int keep_checkpoints = 3;      // keep the last K step checkpoints (plus best.pt)
+  int report_every = 100;        // log a training line every N updates
+  uint64_t seed = 1234;
+};
+
+struct DecodeConfig {
+  int beam_size = 5;
+  double length_penalty = 0.6;    // GNMT alpha (0 = no normalisation)
+  double coverage_penalty = 0.0;  // GNMT beta (0 = off)
+  double max_length_ratio = 2.0;  // hypotheses stop at ratio * source length + 5 tokens
+  int batch_size = 64;            // sentences decoded together
+  int n_best = 1;                 // hypotheses written per input line
+};
+
+struct Config {
+  DataConfig data;
+  TokenizerConfig tokenizer;
+  ModelConfig model;
+  TrainConfig train;
+  DecodeConfig decode;
+  int threads = 0;            // intra-op threads (0 = number of cores)
+  std::string device = "cpu"; // cpu | cuda | cuda:N
+};
+
+}  // namespace attnmt

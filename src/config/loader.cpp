@@ -1,0 +1,698 @@
+// YAML <-> Config. The only file in attnmt that includes yaml-cpp.
+//
+// Every key is declared once, in kFields below, as the dotted path of its struct member; the
+// parser, the writer, config_keys() and the "did you mean" suggestions all read that table, so
+// a new option is one line here plus its field (and comment) in config.h.
+#include "config/loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <variant>
+
+#include "util/error.h"
+
+namespace attnmt {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The key table
+
+using FieldRef = std::variant<int*, std::uint64_t*, double*, bool*, std::string*>;
+
+struct Field {
+  const char* key;             // dotted path, e.g. "model.encoder.hidden_size"
+  FieldRef (*ref)(Config& c);  // the member it names
+};
+
+// The stringised member path *is* the key, so the two cannot drift apart.
+// clang-format off
+#define ATTNMT_FIELD(path) Field{#path, [](Config& c) -> FieldRef { return &c.path; }}
+// clang-format on
+
+// In the order of config.h (config_to_yaml writes them in this order).
+const Field kFields[] = {
+    ATTNMT_FIELD(data.train.src),
+    ATTNMT_FIELD(data.train.tgt),
+    ATTNMT_FIELD(data.valid.src),
+    ATTNMT_FIELD(data.valid.tgt),
+    ATTNMT_FIELD(data.test.src),
+    ATTNMT_FIELD(data.test.tgt),
+    ATTNMT_FIELD(data.max_length),
+
+    ATTNMT_FIELD(tokenizer.type),
+    ATTNMT_FIELD(tokenizer.model_type),
+    ATTNMT_FIELD(tokenizer.vocab_size),
+    ATTNMT_FIELD(tokenizer.shared),
+    ATTNMT_FIELD(tokenizer.character_coverage),
+
+    ATTNMT_FIELD(model.embedding_size),
+    ATTNMT_FIELD(model.encoder.rnn),
+    ATTNMT_FIELD(model.encoder.bidirectional),
+    ATTNMT_FIELD(model.encoder.layers),
+    ATTNMT_FIELD(model.encoder.hidden_size),
+    ATTNMT_FIELD(model.encoder.dropout),
+    ATTNMT_FIELD(model.decoder.rnn),
+    ATTNMT_FIELD(model.decoder.style),
+    ATTNMT_FIELD(model.decoder.layers),
+    ATTNMT_FIELD(model.decoder.hidden_size),
+    ATTNMT_FIELD(model.decoder.input_feeding),
+    ATTNMT_FIELD(model.decoder.dropout),
+    ATTNMT_FIELD(model.attention.type),
+    ATTNMT_FIELD(model.attention.hidden_size),
+    ATTNMT_FIELD(model.attention.window),
+    ATTNMT_FIELD(model.attention.score),
+    ATTNMT_FIELD(model.attention.hard_decode),
+    ATTNMT_FIELD(model.attention.heads),
+    ATTNMT_FIELD(model.attention.max_area),
+    ATTNMT_FIELD(model.attention.coverage),
+    ATTNMT_FIELD(model.attention.coverage_loss),
+    ATTNMT_FIELD(model.tie_embeddings),
+
+    ATTNMT_FIELD(train.save_dir),
+    ATTNMT_FIELD(train.batch_size),
+    ATTNMT_FIELD(train.batch_tokens),
+    ATTNMT_FIELD(train.max_steps),
+    ATTNMT_FIELD(train.max_epochs),
+    ATTNMT_FIELD(train.optimizer),
+    ATTNMT_FIELD(train.learning_rate),
+    ATTNMT_FIELD(train.clip_norm),
+    ATTNMT_FIELD(train.label_smoothing),
+    ATTNMT_FIELD(train.lr_schedule),
+    ATTNMT_FIELD(train.lr_decay),
+    ATTNMT_FIELD(train.lr_patience),
+    ATTNMT_FIELD(train.min_learning_rate),
+    ATTNMT_FIELD(train.valid_every),
+    ATTNMT_FIELD(train.valid_metric),
+    ATTNMT_FIELD(train.valid_beam_size),
+    ATTNMT_FIELD(train.patience),
+    ATTNMT_FIELD(train.keep_checkpoints),
+    ATTNMT_FIELD(train.report_every),
+    ATTNMT_FIELD(train.seed),
+
+    ATTNMT_FIELD(decode.beam_size),
+    ATTNMT_FIELD(decode.length_penalty),
+    ATTNMT_FIELD(decode.coverage_penalty),
+    ATTNMT_FIELD(decode.max_length_ratio),
+    ATTNMT_FIELD(decode.batch_size),
+    ATTNMT_FIELD(decode.n_best),
+
+    ATTNMT_FIELD(threads),
+    ATTNMT_FIELD(device),
+};
+
+#undef ATTNMT_FIELD
+
+// Comment lines written by config_to_yaml before a section (or top-level key).
+struct KeyComment {
+  const char* key;
+  const char* text;
+};
+const KeyComment kComments[] = {
+    {"data",
+     "Parallel corpora, one sentence per line (plain or .gz); paths relative to the "
+     "working directory"},
+    {"tokenizer", "SentencePiece subword model(s), trained on data.train"},
+    {"model", "Embeddings, RNN encoder and decoder, attention (see docs/config.md)"},
+    {"train", "Optimisation, validation, checkpoints"},
+    {"decode", "Beam search (translate, and the test set at the end of training)"},
+    {"threads", "Runtime"},
+};
+
+const Field* find_field(std::string_view key) {
+  for (const Field& f : kFields) {
+    if (key == f.key) return &f;
+  }
+  return nullptr;
+}
+
+// Every proper prefix of a key ("model", "model.encoder", ...), in table order.
+const std::vector<std::string>& section_keys() {
+  static const std::vector<std::string> sections = [] {
+    std::vector<std::string> out;
+    for (const Field& f : kFields) {
+      std::string_view key = f.key;
+      for (size_t dot = key.find('.'); dot != std::string_view::npos;
+           dot = key.find('.', dot + 1)) {
+        std::string prefix(key.substr(0, dot));
+        if (std::find(out.begin(), out.end(), prefix) == out.end()) out.push_back(prefix);
+      }
+    }
+    return out;
+  }();
+  return sections;
+}
+
+bool is_section(std::string_view key) {
+  const auto& sections = section_keys();
+  return std::find(sections.begin(), sections.end(), key) != sections.end();
+}
+
+// ---------------------------------------------------------------------------------------------
+// "Did you mean": closest key by edit distance
+
+// Optimal string alignment distance: insertions, deletions, substitutions and transpositions of
+// neighbours ("modle" -> "model" is 1) each cost 1.
+size_t edit_distance(std::string_view a, std::string_view b) {
+  const size_t width = b.size() + 1;
+  std::vector<size_t> d((a.size() + 1) * width);
+  auto at = [&](size_t i, size_t j) -> size_t& { return d[i * width + j]; };
+  for (size_t i = 0; i <= a.size(); ++i) at(i, 0) = i;
+  for (size_t j = 0; j <= b.size(); ++j) at(0, j) = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      at(i, j) = std::min({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
+      }
+    }
+  }
+  return at(a.size(), b.size());
+}
+
+std::string_view leaf_of(std::string_view key) {
+  size_t dot = key.rfind('.');
+  return dot == std::string_view::npos ? key : key.substr(dot + 1);
+}
+
+// A typo in the full path (model.encoder.hiden_size), else a known leaf name under the wrong
+// section (model.hidden_size -> model.encoder.hidden_size). Empty if nothing is close.
+std::string suggest_key(const std::string& unknown) {
+  std::vector<std::string> candidates = config_keys();
+  const auto& sections = section_keys();
+  candidates.insert(candidates.end(), sections.begin(), sections.end());
+
+  const std::string_view leaf = leaf_of(unknown);
+  const size_t threshold = std::max<size_t>(1, std::min<size_t>(3, leaf.size() / 3));
+
+  std::string best;
+  size_t best_score = threshold + 1;
+  for (const auto& candidate : candidates) {
+    size_t d = edit_distance(unknown, candidate);
+    if (d < best_score) best_score = d, best = candidate;
+  }
+  if (!best.empty()) return best;
+
+  size_t best_full = SIZE_MAX;
+  best_score = threshold + 1;
+  for (const auto& candidate : candidates) {
+    size_t d = edit_distance(leaf, leaf_of(candidate));
+    size_t full = edit_distance(unknown, candidate);
+    if (d > threshold) continue;
+    if (d < best_score || (d == best_score && full < best_full)) {
+      best_score = d, best_full = full, best = candidate;
+    }
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where a value came from (the YAML file or one override), for error messages
+
+struct Source {
+  std::string label;  // "'cfg.yaml'" or "override 'train.max_steps=abc'"
+  bool has_lines;     // YAML marks are meaningful (a file, not a one-line override)
+};
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+
+std::string at_line(const Source& source, const YAML::Mark& mark) {
+  if (!source.has_lines || mark.is_null() || mark.line < 0) return "";
+  return " at line " + std::to_string(mark.line + 1);
+}
+
+std::string line_suffix(const Source& source, const YAML::Mark& mark) {
+  if (!source.has_lines || mark.is_null() || mark.line < 0) return "";
+  return " (line " + std::to_string(mark.line + 1) + ")";
+}
+
+[[noreturn]] void throw_unknown_key(const std::string& key, const Source& source,
+                                    const YAML::Mark& mark) {
+  std::string message =
+      "unknown key " + in_quotes(key) + " in " + source.label + at_line(source, mark);
+  if ((find_field(key) || is_section(key)) && key.find('.') != std::string::npos) {
+    message += " (write nested maps, not dotted keys)";
+  } else if (std::string suggestion = suggest_key(key); !suggestion.empty()) {
+    message += " (did you mean " + in_quotes(suggestion) + "?)";
+  }
+  throw InputError(message);
+}
+
+[[noreturn]] void throw_syntax_error(const Source& source, const YAML::Exception& e) {
+  std::string where;
+  if (!e.mark.is_null()) {
+    where = " at line " + std::to_string(e.mark.line + 1) + ", column " +
+            std::to_string(e.mark.column + 1);
+  }
+  throw InputError(source.label + ": YAML syntax error" + where + ": " + e.msg);
+}
+
+// What a non-scalar (or empty) node is, for "expected X, got Y".
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return "an empty value";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      return in_quotes(node.Scalar());
+    default:
+      return "nothing";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalars: strict parsing (no octal/hex, no "2.5" for an integer)
+
+std::string format_double(double value) {
+  if (std::isnan(value)) return ".nan";
+  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
+  // The shortest text that reads back exactly, in fixed notation for exponents in [-4, 16)
+  // like Python's repr: 0.0003, 0.1, 1e-05.
+  char buffer[400];
+  auto result =
+      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
+  const char* e = std::find(buffer, result.ptr, 'e');  // "3e-04", "1e+20"
+  int exponent = 0;
+  std::from_chars(e + (e[1] == '+' ? 2 : 1), result.ptr, exponent);
+  if (exponent >= -4 && exponent < 16) {
+    result = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed);
+  }
+  std::string text(buffer, result.ptr);
+  // Keep it a YAML float to other readers too ("1" -> "1.0").
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+template <class Int>
+bool parse_integer(std::string_view text, Int& out) {
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty() || text.front() == '+') return false;
+  auto result = std::from_chars(text.data(), text.data() + text.size(), out, /*base=*/10);
+  return result.ec == std::errc() && result.ptr == text.data() + text.size();
+}
+
+bool parse_double(std::string_view text, double& out) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == ".inf" || lower == "+.inf" || lower == "-.inf" || lower == ".nan") {
+    out = lower == ".nan" ? std::nan("") : lower[0] == '-' ? -HUGE_VAL : HUGE_VAL;
+    return true;
+  }
+  // Only decimal notation: from_chars alone would also take "inf", "nan(...)".
+  if (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string_view::npos) {
+    return false;
+  }
+  if (text.front() == '+') text.remove_prefix(1);
+  if (text.empty() || text.front() == '+') return false;
+  auto result =
+      std::from_chars(text.data(), text.data() + text.size(), out, std::chars_format::general);
+  return result.ec == std::errc() && result.ptr == text.data() + text.size();
+}
+
+void set_field(Config& config, const Field& field, const YAML::Node& node, const Source& source,
+               const YAML::Mark& mark) {
+  auto fail = [&](const char* expected) {
+    throw InputError(source.label + ": " + field.key + ": expected " + expected + ", got " +
+                     describe(node) + line_suffix(source, mark));
+  };
+  FieldRef ref = field.ref(config);
+  if (auto* s = std::get_if<std::string*>(&ref)) {
+    if (node.IsNull()) return void(**s = "");  // "src:" / "src: ~" = not set
+    if (!node.IsScalar()) fail("a string");
+    **s = node.Scalar();
+    return;
+  }
+  if (!node.IsScalar()) {
+    fail(std::holds_alternative<bool*>(ref)     ? "a boolean (true/false)"
+         : std::holds_alternative<double*>(ref) ? "a number"
+         : std::holds_alternative<int*>(ref)    ? "an integer"
+                                                : "a non-negative integer");
+  }
+  const std::string& text = node.Scalar();
+  if (auto* b = std::get_if<bool*>(&ref)) {
+    // yaml-cpp's own rule: true/false, yes/no, on/off, y/n (any of lower, Title or UPPER case).
+    if (!YAML::convert<bool>::decode(node, **b)) fail("a boolean (true/false)");
+  } else if (auto* d = std::get_if<double*>(&ref)) {
+    if (!parse_double(text, **d)) fail("a number");
+  } else if (auto* i = std::get_if<int*>(&ref)) {
+    if (!parse_integer(text, **i)) fail("an integer");
+  } else if (auto* u = std::get_if<std::uint64_t*>(&ref)) {
+    if (!parse_integer(text, **u)) fail("a non-negative integer");
+  }
+}
+
+// Applies the keys of `map` (the contents of section `prefix`, "" for the top level).
+void apply_map(Config& config, const YAML::Node& map, const std::string& prefix,
+               const Source& source) {
+  std::set<std::string> seen;
+  for (const auto& entry : map) {
+    const YAML::Node& key_node = entry.first;
+    const YAML::Node& value = entry.second;
+    const YAML::Mark mark = key_node.Mark();
+    const std::string where = prefix.empty() ? "the top level" : in_quotes(prefix);
+    if (!key_node.IsScalar()) {
+      throw InputError(source.label + ": keys in " + where + " must be names, got " +
+                       describe(key_node) + line_suffix(source, mark));
+    }
+    const std::string& name = key_node.Scalar();
+    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    if (!seen.insert(name).second) {
+      throw InputError(source.label + ": duplicate key " + in_quotes(key) +
+                       line_suffix(source, mark));
+    }
+    if (name.empty() || name.find('.') != std::string::npos) throw_unknown_key(key, source, mark);
+
+    if (const Field* field = find_field(key)) {
+      set_field(config, *field, value, source, mark);
+    } else if (is_section(key)) {
+      if (value.IsNull()) continue;  // "test:" with nothing under it
+      if (!value.IsMap()) {
+        throw InputError(source.label + ": " + key + ": expected a map of keys, got " +
+                         describe(value) + line_suffix(source, mark));
+      }
+      apply_map(config, value, key, source);
+    } else {
+      throw_unknown_key(key, source, mark);
+    }
+  }
+}
+
+std::string trim(std::string_view s) {
+  const char* space = " \t\r\n";
+  size_t begin = s.find_first_not_of(space);
+  if (begin == std::string_view::npos) return "";
+  size_t end = s.find_last_not_of(space);
+  return std::string(s.substr(begin, end - begin + 1));
+}
+
+void apply_override(Config& config, const std::string& override_text) {
+  const size_t eq = override_text.find('=');
+  const std::string key = eq == std::string::npos ? "" : trim(override_text.substr(0, eq));
+  if (key.empty()) {
+    throw InputError("malformed override " + in_quotes(override_text) +
+                     ": expected key=value, e.g. train.max_steps=100");
+  }
+  const Source source{"override " + in_quotes(override_text), /*has_lines=*/false};
+  const Field* field = find_field(key);
+  if (!field && !is_section(key)) throw_unknown_key(key, source, YAML::Mark::null_mark());
+
+  YAML::Node value;
+  try {
+    value = YAML::Load(override_text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw_syntax_error(source, e);
+  }
+  if (field) {
+    set_field(config, *field, value, source, YAML::Mark::null_mark());
+  } else if (!value.IsNull()) {
+    if (!value.IsMap()) {
+      throw InputError(source.label + ": " + key + ": expected a map of keys, got " +
+                       describe(value));
+    }
+    apply_map(config, value, key, source);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation helpers: "<key> must be <what>, got <value>"
+
+[[noreturn]] void invalid(const std::string& key, const std::string& what, const std::string& got) {
+  throw InputError(key + " must be " + what + ", got " + got);
+}
+
+void check_int(bool ok, const char* key, const char* what, long long value) {
+  if (!ok) invalid(key, what, std::to_string(value));
+}
+
+// Written as "ok" conditions so that NaN (every comparison false) is rejected too.
+void check_double(bool ok, const char* key, const char* what, double value) {
+  if (!ok || std::isnan(value)) invalid(key, what, format_double(value));
+}
+
+void check_one_of(const std::string& value, const char* key,
+                  std::initializer_list<const char*> allowed) {
+  for (const char* a : allowed) {
+    if (value == a) return;
+  }
+  std::string list;
+  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  invalid(key, "one of {" + list + "}", in_quotes(value));
+}
+
+bool is_device(const std::string& device) {
+  if (device == "cpu" || device == "cuda") return true;
+  if (device.rfind("cuda:", 0) != 0 || device.size() == 5) return false;
+  return device.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+void check_readable(const std::string& key, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError(key + ": cannot read " + in_quotes(path) + ": " + std::strerror(EISDIR));
+  }
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) {
+    throw InputError(key + ": cannot read " + in_quotes(path) + ": " + std::strerror(errno));
+  }
+  std::fclose(file);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const Field& f : kFields) keys.emplace_back(f.key);
+  return keys;
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides) {
+  const Source source{in_quotes(source_name), /*has_lines=*/true};
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw_syntax_error(source, e);
+  }
+  if (documents.size() > 1) {
+    throw InputError(source.label + ": expected one YAML document, found " +
+                     std::to_string(documents.size()) + " (separated by '---')");
+  }
+  if (documents.empty() || documents[0].IsNull()) {
+    throw InputError(source.label +
+                     ": the config is empty (expected a map of keys such as "
+                     "'data:', 'model:', 'train:')");
+  }
+  const YAML::Node& root = documents[0];
+  if (!root.IsMap()) {
+    throw InputError(source.label +
+                     ": the top level must be a map of keys (such as 'data:', "
+                     "'model:', 'train:'), got " +
+                     describe(root));
+  }
+
+  Config config;
+  apply_map(config, root, /*prefix=*/"", source);
+  for (const auto& override_text : overrides) apply_override(config, override_text);
+  try {
+    validate_config(config);
+  } catch (const InputError& e) {
+    throw InputError(source.label + ": " + e.what());
+  }
+  return config;
+}
+
+Config load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
+  auto cannot_read = [&](int error) {
+    throw InputError("cannot read config " + in_quotes(path) + ": " + std::strerror(error));
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) cannot_read(EISDIR);
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) cannot_read(errno);
+  std::string text;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
+  const bool failed = std::ferror(file);
+  const int error = errno;
+  std::fclose(file);
+  if (failed) cannot_read(error);
+  return parse_config(text, path, overrides);
+}
+
+void validate_config(const Config& c) {
+  check_int(c.data.max_length > 0, "data.max_length", "> 0", c.data.max_length);
+
+  const TokenizerConfig& tok = c.tokenizer;
+  check_one_of(tok.type, "tokenizer.type", {"sentencepiece"});
+  check_one_of(tok.model_type, "tokenizer.model_type", {"bpe", "unigram"});
+  // SentencePiece reserves <unk>, <s>, </s>, <pad>: fewer pieces leave nothing to learn.
+  check_int(tok.vocab_size >= 8, "tokenizer.vocab_size", ">= 8", tok.vocab_size);
+  check_double(tok.character_coverage > 0 && tok.character_coverage <= 1,
+               "tokenizer.character_coverage", "in (0, 1]", tok.character_coverage);
+
+  const ModelConfig& m = c.model;
+  check_int(m.embedding_size > 0, "model.embedding_size", "> 0", m.embedding_size);
+  check_one_of(m.encoder.rnn, "model.encoder.rnn", {"lstm", "gru"});
+  check_int(m.encoder.layers > 0, "model.encoder.layers", "> 0", m.encoder.layers);
+  check_int(m.encoder.hidden_size > 0, "model.encoder.hidden_size", "> 0", m.encoder.hidden_size);
+  check_double(m.encoder.dropout >= 0 && m.encoder.dropout < 1, "model.encoder.dropout",
+               "in [0, 1)", m.encoder.dropout);
+  check_one_of(m.decoder.rnn, "model.decoder.rnn", {"lstm", "gru"});
+  check_one_of(m.decoder.style, "model.decoder.style", {"luong", "bahdanau"});
+  check_int(m.decoder.layers > 0, "model.decoder.layers", "> 0", m.decoder.layers);
+  check_int(m.decoder.hidden_size > 0, "model.decoder.hidden_size", "> 0", m.decoder.hidden_size);
+  check_double(m.decoder.dropout >= 0 && m.decoder.dropout < 1, "model.decoder.dropout",
+               "in [0, 1)", m.decoder.dropout);
+  // The name itself is checked by the attention registry (it knows the list).
+  if (m.attention.type.empty()) invalid("model.attention.type", "set (an attention name)", "''");
+  check_int(m.attention.hidden_size >= 0, "model.attention.hidden_size", ">= 0 (0 = decoder size)",
+            m.attention.hidden_size);
+  check_int(m.attention.window >= 1, "model.attention.window", ">= 1", m.attention.window);
+  check_one_of(m.attention.score, "model.attention.score", {"dot", "general", "concat"});
+  check_int(m.attention.heads >= 1, "model.attention.heads", ">= 1", m.attention.heads);
+  check_int(m.attention.max_area >= 1, "model.attention.max_area", ">= 1", m.attention.max_area);
+  check_double(m.attention.coverage_loss >= 0 && std::isfinite(m.attention.coverage_loss),
+               "model.attention.coverage_loss", ">= 0", m.attention.coverage_loss);
+
+  const TrainConfig& t = c.train;
+  check_int(t.batch_size > 0, "train.batch_size", "> 0", t.batch_size);
+  check_int(t.batch_tokens >= 0, "train.batch_tokens", ">= 0 (0 = batch by sentences)",
+            t.batch_tokens);
+  check_int(t.max_steps >= 0, "train.max_steps", ">= 0 (0 = no limit)", t.max_steps);
+  check_int(t.max_epochs >= 0, "train.max_epochs", ">= 0 (0 = no limit)", t.max_epochs);
+  check_one_of(t.optimizer, "train.optimizer", {"adam", "sgd"});
+  check_double(t.learning_rate > 0 && std::isfinite(t.learning_rate), "train.learning_rate", "> 0",
+               t.learning_rate);
+  check_double(t.clip_norm >= 0 && std::isfinite(t.clip_norm), "train.clip_norm", ">= 0 (0 = off)",
+               t.clip_norm);
+  check_double(t.label_smoothing >= 0 && t.label_smoothing < 1, "train.label_smoothing",
+               "in [0, 1)", t.label_smoothing);
+  check_one_of(t.lr_schedule, "train.lr_schedule", {"plateau", "constant"});
+  check_double(t.lr_decay > 0 && t.lr_decay <= 1, "train.lr_decay", "in (0, 1]", t.lr_decay);
+  check_int(t.lr_patience >= 0, "train.lr_patience", ">= 0", t.lr_patience);
+  check_double(t.min_learning_rate >= 0 && std::isfinite(t.min_learning_rate),
+               "train.min_learning_rate", ">= 0", t.min_learning_rate);
+  check_int(t.valid_every > 0, "train.valid_every", "> 0", t.valid_every);
+  check_one_of(t.valid_metric, "train.valid_metric", {"bleu", "ppl"});
+  check_int(t.valid_beam_size >= 1, "train.valid_beam_size", ">= 1", t.valid_beam_size);
+  check_int(t.patience >= 0, "train.patience", ">= 0 (0 = off)", t.patience);
+  check_int(t.keep_checkpoints >= 1, "train.keep_checkpoints", ">= 1", t.keep_checkpoints);
+  check_int(t.report_every >= 1, "train.report_every", ">= 1", t.report_every);
+
+  const DecodeConfig& d = c.decode;
+  check_int(d.beam_size >= 1, "decode.beam_size", ">= 1", d.beam_size);
+  check_double(d.length_penalty >= 0 && std::isfinite(d.length_penalty), "decode.length_penalty",
+               ">= 0", d.length_penalty);
+  check_double(d.coverage_penalty >= 0 && std::isfinite(d.coverage_penalty),
+               "decode.coverage_penalty", ">= 0", d.coverage_penalty);
+  check_double(d.max_length_ratio > 0 && std::isfinite(d.max_length_ratio),
+               "decode.max_length_ratio", "> 0", d.max_length_ratio);
+  check_int(d.batch_size >= 1, "decode.batch_size", ">= 1", d.batch_size);
+  check_int(d.n_best >= 1 && d.n_best <= d.beam_size, "decode.n_best",
+            ("in [1, decode.beam_size=" + std::to_string(d.beam_size) + "]").c_str(), d.n_best);
+
+  check_int(c.threads >= 0, "threads", ">= 0 (0 = number of cores)", c.threads);
+  if (!is_device(c.device)) invalid("device", "cpu, cuda or cuda:N", in_quotes(c.device));
+}
+
+void check_training_inputs(const Config& config, const std::string& source_name) {
+  const std::pair<const char*, const std::string*> required[] = {
+      {"train.save_dir", &config.train.save_dir}, {"data.train.src", &config.data.train.src},
+      {"data.train.tgt", &config.data.train.tgt}, {"data.valid.src", &config.data.valid.src},
+      {"data.valid.tgt", &config.data.valid.tgt},
+  };
+  for (const auto& [key, value] : required) {
+    if (value->empty()) {
+      throw InputError(in_quotes(source_name) + ": missing required key " + in_quotes(key));
+    }
+  }
+  // The test set is optional, but half of it is a mistake.
+  const CorpusConfig& test = config.data.test;
+  if (test.src.empty() != test.tgt.empty()) {
+    throw InputError(in_quotes(source_name) + ": missing required key " +
+                     in_quotes(test.src.empty() ? "data.test.src" : "data.test.tgt") +
+                     " (data.test needs both sides)");
+  }
+  const std::pair<const char*, const std::string*> files[] = {
+      {"data.train.src", &config.data.train.src}, {"data.train.tgt", &config.data.train.tgt},
+      {"data.valid.src", &config.data.valid.src}, {"data.valid.tgt", &config.data.valid.tgt},
+      {"data.test.src", &config.data.test.src},   {"data.test.tgt", &config.data.test.tgt},
+  };
+  for (const auto& [key, path] : files) {
+    if (!path->empty()) check_readable(key, *path);
+  }
+}
+
+std::string config_to_yaml(const Config& config_in) {
+  Config config = config_in;  // the field table hands out non-const pointers
+  YAML::Emitter out;
+  out << YAML::Comment("attnmt configuration: every key, defaults included (docs/config.md)");
+  out << YAML::BeginMap;
+  std::vector<std::string> open;  // path components of the maps currently open
+  for (const Field& field : kFields) {
+    std::vector<std::string> parts;
+    std::string_view key = field.key;
+    for (size_t start = 0;;) {
+      size_t dot = key.find('.', start);
+      parts.emplace_back(key.substr(start, dot - start));
+      if (dot == std::string_view::npos) break;
+      start = dot + 1;
+    }
+    // Close the maps this key is not in, open the ones it is.
+    size_t common = 0;
+    while (common < open.size() && common + 1 < parts.size() && open[common] == parts[common]) {
+      ++common;
+    }
+    for (; open.size() > common; open.pop_back()) out << YAML::EndMap;
+    std::string path;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      path += (i ? "." : "") + parts[i];
+      if (i < open.size()) continue;
+      for (const KeyComment& comment : kComments) {
+        if (path == comment.key) out << YAML::Newline << YAML::Comment(comment.text);
+      }
+      out << YAML::Key << parts[i] << YAML::Value;
+      if (i + 1 < parts.size()) {
+        out << YAML::BeginMap;
+        open.push_back(parts[i]);
+      }
+    }
+    FieldRef ref = field.ref(config);
+    if (auto* s = std::get_if<std::string*>(&ref)) {
+      out << YAML::DoubleQuoted << **s;
+    } else if (auto* b = std::get_if<bool*>(&ref)) {
+      out << YAML::TrueFalseBool << **b;
+    } else if (auto* d = std::get_if<double*>(&ref)) {
+      out << format_double(**d);
+    } else if (auto* i = std::get_if<int*>(&ref)) {
+      out << **i;
+    } else if (auto* u = std::get_if<std::uint64_t*>(&ref)) {
+      out << **u;
+    }
+  }
+  for (; !open.empty(); open.pop_back()) out << YAML::EndMap;
+  out << YAML::EndMap;
+  if (!out.good()) throw RuntimeError("cannot write the config as YAML: " + out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace attnmt

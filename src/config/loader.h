@@ -1,0 +1,40 @@
+// Reading, validating and writing the experiment configuration (see config.h).
+// Precedence: struct defaults < YAML file < --set overrides. Unknown keys are rejected with the
+// closest valid key suggested. Every error is an InputError whose message names the file, the
+// key and, for YAML syntax errors, the line and column.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace attnmt {
+
+// Loads a YAML file and applies "key.path=value" overrides (value parsed as YAML scalar/flow).
+// Relative data paths are resolved against the current working directory (as users expect
+// when running from the project root). Validates before returning.
+Config load_config_file(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Same from YAML text (also validated); `source_name` names it in error messages.
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides = {});
+
+// Throws InputError naming the key of the first invalid value
+// ("model.encoder.dropout must be in [0, 1), got 1.5"). Does not require the data paths.
+// (parse_config and load_config_file call it, prefixing the message with "'<source>': ".)
+void validate_config(const Config& config);
+
+// What `train` needs on top of validate_config: train.save_dir, data.train.src/tgt and
+// data.valid.src/tgt set ("'<source_name>': missing required key 'data.train.src'"), data.test
+// both or neither, and every data file set readable
+// ("data.train.src: cannot read 'path': No such file or directory").
+void check_training_inputs(const Config& config, const std::string& source_name);
+
+// The fully resolved config as YAML (every key, defaults included); parse_config of the result
+// gives back an equal Config.
+std::string config_to_yaml(const Config& config);
+
+// All valid dotted keys (for help and suggestions).
+std::vector<std::string> config_keys();
+
+}  // namespace attnmt

@@ -1,0 +1,60 @@
+// SentencePiece front end. The processor is hidden behind this class (pimpl) so that only
+// tokenizer.cpp includes SentencePiece. Every model attnmt trains uses the same special ids.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace attnmt {
+
+class Tokenizer {
+ public:
+  static constexpr int kPad = 0;
+  static constexpr int kUnk = 1;
+  static constexpr int kBos = 2;
+  static constexpr int kEos = 3;
+
+  // Loads a trained model (.model file); InputError if missing or unreadable.
+  explicit Tokenizer(const std::string& model_path);
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // Trains a model on `sentences` and writes `<model_prefix>.model` / `.vocab`.
+  // Uses config.model_type, vocab_size, character_coverage; pad/unk/bos/eos = 0/1/2/3.
+  // If the data cannot support vocab_size, SentencePiece's hard limit is lifted
+  // (hard_vocab_limit=false) rather than failing.
+  static void train(const std::vector<std::string>& sentences, const std::string& model_prefix,
+                    const TokenizerConfig& config, uint64_t seed);
+
+  std::vector<int> encode(std::string_view text) const;         // no bos/eos added
+  std::vector<std::string> encode_pieces(std::string_view text) const;
+  std::string decode(const std::vector<int>& ids) const;       // special ids are dropped
+  std::string piece(int id) const;
+  int vocab_size() const;
+  const std::string& model_path() const { return model_path_; }
+  std::string serialized() const;  // the model file's bytes (stored inside checkpoints)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string model_path_;
+};
+
+// The tokenizers of one model: `src` and `tgt` are the same object when shared.
+struct Tokenizers {
+  std::shared_ptr<Tokenizer> src;
+  std::shared_ptr<Tokenizer> tgt;
+};
+
+// Loads SAVE_DIR/spm.model (shared) or SAVE_DIR/spm.src.model + spm.tgt.model; if absent,
+// trains them from `train_text` first (logging what it does). For translate, call with an empty
+// train_text: missing models are then an InputError naming the expected path.
+struct ParallelText;
+Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
+                                    const ParallelText* train_text, uint64_t seed);
+
+}  // namespace attnmt

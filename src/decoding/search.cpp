@@ -1,0 +1,235 @@
+#include "decoding/search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnmt {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+std::vector<int64_t> to_vector(const torch::Tensor& t) {
+  auto c = t.to(torch::kCPU, torch::kLong).contiguous();
+  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
+}
+
+torch::Tensor index_tensor(const std::vector<int64_t>& v, torch::Device device) {
+  return torch::tensor(v, torch::kLong).to(device);
+}
+
+// Rows of a CPU float tensor [N, S] as vectors, cut to the sentence's real length.
+std::vector<float> attention_row(const torch::Tensor& att_cpu, int64_t row, int64_t length) {
+  auto r = att_cpu[row];
+  const float* p = r.data_ptr<float>();
+  return {p, p + length};
+}
+
+int64_t max_target_length(int64_t src_len, double ratio) {
+  return static_cast<int64_t>(std::floor(ratio * static_cast<double>(src_len))) + 5;
+}
+
+// GNMT coverage penalty of one hypothesis from its attention sums over real source positions.
+double coverage_score(const torch::Tensor& coverage_row, double beta) {
+  auto cov = coverage_row.clamp(1e-20, 1.0);
+  return beta * cov.log().sum().item<double>();
+}
+
+}  // namespace
+
+double gnmt_length_penalty(int64_t length, double alpha) {
+  if (alpha == 0.0) return 1.0;
+  return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
+}
+
+std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,
+                                            const torch::Tensor& lengths, const SearchOptions& options) {
+  if (options.beam_size == 1 && options.n_best == 1 && options.coverage_penalty == 0.0) {
+    return greedy_search(model, src, lengths, options);
+  }
+  return beam_search(model, src, lengths, options);
+}
+
+std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch::Tensor& src,
+                                                   const torch::Tensor& lengths, const SearchOptions& options) {
+  const auto device = model.device();
+  const int64_t B = src.size(0);
+  const auto src_len = to_vector(lengths);
+  std::vector<Hypothesis> hyps(B);
+  std::vector<int64_t> active(B);  // row -> sentence
+  for (int64_t b = 0; b < B; ++b) active[b] = b;
+  auto state = model.start(src, lengths);
+  auto prev = torch::full({B}, model.bos_id(), torch::dtype(torch::kLong).device(device));
+  for (int64_t t = 0; !active.empty(); ++t) {
+    auto r = model.step(prev, *state, options.return_attention);
+    auto [best_lp, best_tok] = r.log_probs.max(-1);
+    auto lp = best_lp.to(torch::kCPU, torch::kDouble).contiguous();
+    auto tok = to_vector(best_tok);
+    torch::Tensor att = options.return_attention ? r.attention.to(torch::kCPU, torch::kFloat).contiguous()
+                                                 : torch::Tensor();
+    std::vector<int64_t> keep_rows, keep_sent;
+    for (size_t row = 0; row < active.size(); ++row) {
+      const int64_t b = active[row];
+      auto& h = hyps[b];
+      h.log_prob += lp.data_ptr<double>()[row];
+      if (att.defined()) h.attention.push_back(attention_row(att, row, src_len[b]));
+      const bool eos = tok[row] == model.eos_id();
+      if (!eos) h.tokens.push_back(tok[row]);
+      if (eos || t + 1 >= max_target_length(src_len[b], options.max_length_ratio)) {
+        h.finished = eos;
+        h.score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
+      } else {
+        keep_rows.push_back(static_cast<int64_t>(row));
+        keep_sent.push_back(b);
+      }
+    }
+    if (keep_rows.size() != active.size() && !keep_rows.empty()) {
+      auto index = index_tensor(keep_rows, device);
+      state->index_select(index);
+      best_tok = best_tok.index_select(0, index);
+    }
+    active = std::move(keep_sent);
+    prev = best_tok;
+  }
+  std::vector<std::vector<Hypothesis>> out(B);
+  for (int64_t b = 0; b < B; ++b) out[b].push_back(std::move(hyps[b]));
+  return out;
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::Tensor& src,
+                                                 const torch::Tensor& lengths, const SearchOptions& options) {
+  const auto device = model.device();
+  const int64_t B = src.size(0);
+  const int64_t K = options.beam_size;
+  const bool want_att = options.return_attention || options.coverage_penalty != 0.0;
+  const auto src_len = to_vector(lengths);
+
+  // Live beams: row a*K + k belongs to sentence active[a].
+  std::vector<int64_t> active(B);
+  for (int64_t b = 0; b < B; ++b) active[b] = b;
+  auto state = model.start(src, lengths);
+  {
+    std::vector<int64_t> expand;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t k = 0; k < K; ++k) expand.push_back(b);
+    state->index_select(index_tensor(expand, device));
+  }
+  // Per row: cumulative log-prob, tokens so far, attention so far, coverage (sum of attention).
+  std::vector<double> scores(B * K, kNegInf);
+  for (int64_t b = 0; b < B; ++b) scores[b * K] = 0.0;  // only one live beam at t = 0
+  std::vector<std::vector<int64_t>> tokens(B * K);
+  std::vector<std::vector<std::vector<float>>> attention(B * K);
+  torch::Tensor coverage;  // [rows, S] CPU float
+  std::vector<std::vector<Hypothesis>> finished(B);
+
+  auto prev = torch::full({B * K}, model.bos_id(), torch::dtype(torch::kLong).device(device));
+  for (int64_t t = 0; !active.empty(); ++t) {
+    const int64_t A = static_cast<int64_t>(active.size());
+    auto r = model.step(prev, *state, want_att);
+    const int64_t V = r.log_probs.size(1);
+    auto base = torch::tensor(scores, torch::kDouble).to(device, r.log_probs.scalar_type()).unsqueeze(1);
+    auto cand = (r.log_probs + base).view({A, K * V});
+    auto [top_scores, top_ids] = cand.topk(std::min<int64_t>(2 * K, K * V), 1);
+    auto ts = top_scores.to(torch::kCPU, torch::kDouble).contiguous();
+    auto ti = top_ids.to(torch::kCPU, torch::kLong).contiguous();
+    const int64_t C = ts.size(1);
+    const double* tsp = ts.data_ptr<double>();
+    const int64_t* tip = ti.data_ptr<int64_t>();
+    torch::Tensor att;
+    if (want_att) {
+      att = r.attention.to(torch::kCPU, torch::kFloat).contiguous();
+      coverage = coverage.defined() ? coverage + att : att.clone();
+    }
+
+    std::vector<int64_t> next_rows, next_tokens, next_active;
+    std::vector<double> next_scores;
+    std::vector<std::vector<int64_t>> next_hist;
+    std::vector<std::vector<std::vector<float>>> next_att;
+    for (int64_t a = 0; a < A; ++a) {
+      const int64_t b = active[a];
+      const bool at_max = t + 1 >= max_target_length(src_len[b], options.max_length_ratio);
+      auto finish = [&](int64_t row, double log_prob, bool with_eos, int64_t last_token) {
+        Hypothesis h;
+        h.tokens = tokens[row];
+        if (!with_eos) h.tokens.push_back(last_token);
+        h.log_prob = log_prob;
+        h.finished = with_eos;
+        if (options.return_attention) {
+          h.attention = attention[row];
+          h.attention.push_back(attention_row(att, row, src_len[b]));
+        }
+        h.score = log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
+        if (options.coverage_penalty != 0.0) {
+          h.score += coverage_score(coverage[row].slice(0, 0, src_len[b]), options.coverage_penalty);
+        }
+        finished[b].push_back(std::move(h));
+      };
+      std::vector<int64_t> live;  // candidate indices kept alive
+      for (int64_t j = 0; j < C && static_cast<int64_t>(live.size()) < K; ++j) {
+        const double s = tsp[a * C + j];
+        if (s == kNegInf) break;
+        const int64_t id = tip[a * C + j];
+        const int64_t row = a * K + id / V;
+        const int64_t tok = id % V;
+        if (tok == model.eos_id()) {
+          if (j < K) finish(row, s, /*with_eos=*/true, tok);
+        } else if (at_max) {
+          finish(row, s, /*with_eos=*/false, tok);
+          live.push_back(j);  // counted so that at most K are finished this way
+        } else {
+          live.push_back(j);
+        }
+      }
+      const bool done = at_max || static_cast<int64_t>(finished[b].size()) >= K || live.empty();
+      if (done) continue;
+      next_active.push_back(b);
+      for (int64_t k = 0; k < K; ++k) {
+        if (k < static_cast<int64_t>(live.size())) {
+          const int64_t j = live[k];
+          const int64_t id = tip[a * C + j];
+          const int64_t row = a * K + id / V;
+          next_rows.push_back(row);
+          next_tokens.push_back(id % V);
+          next_scores.push_back(tsp[a * C + j]);
+          auto hist = tokens[row];
+          hist.push_back(id % V);
+          next_hist.push_back(std::move(hist));
+          if (options.return_attention) {
+            auto ah = attention[row];
+            ah.push_back(attention_row(att, row, src_len[b]));
+            next_att.push_back(std::move(ah));
+          } else {
+            next_att.emplace_back();
+          }
+        } else {  // fewer than K live candidates: a dead beam that can never win
+          next_rows.push_back(a * K);
+          next_tokens.push_back(model.eos_id());
+          next_scores.push_back(kNegInf);
+          next_hist.emplace_back();
+          next_att.emplace_back();
+        }
+      }
+    }
+    active = std::move(next_active);
+    if (active.empty()) break;
+    auto index = index_tensor(next_rows, device);
+    state->index_select(index);
+    if (coverage.defined()) coverage = coverage.index_select(0, torch::tensor(next_rows, torch::kLong));
+    scores = std::move(next_scores);
+    tokens = std::move(next_hist);
+    attention = std::move(next_att);
+    prev = index_tensor(next_tokens, device);
+  }
+
+  std::vector<std::vector<Hypothesis>> out(B);
+  for (int64_t b = 0; b < B; ++b) {
+    auto& f = finished[b];
+    std::stable_sort(f.begin(), f.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    const size_t n = std::min<size_t>(f.size(), static_cast<size_t>(options.n_best));
+    out[b].assign(std::make_move_iterator(f.begin()), std::make_move_iterator(f.begin() + n));
+  }
+  return out;
+}
+
+}  // namespace attnmt

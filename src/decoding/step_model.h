@@ -1,0 +1,35 @@
+// What search sees of a model: start from a source batch, advance one step, and select rows of
+// the state (to expand sentences into beams, follow back-pointers and drop finished sentences).
+// Greedy and beam search (search.h) use nothing else: no concrete decoder or attention type.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+
+namespace attnmt {
+
+class SearchState {
+ public:
+  virtual ~SearchState() = default;
+  // Keeps rows `index` [N'] (int64) of every batch-first tensor, in that order.
+  virtual void index_select(const torch::Tensor& index) = 0;
+};
+
+struct StepResult {
+  torch::Tensor log_probs;  // [N, V]
+  torch::Tensor attention;  // [N, S] weights of this step (undefined if not requested)
+};
+
+class StepModel {
+ public:
+  virtual ~StepModel() = default;
+  // src [B, S] int64 padded ids (eos included), lengths [B] int64.
+  virtual std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) = 0;
+  // prev_tokens [N] int64: y_{t-1} (bos at t = 0). Advances the state to step t + 1.
+  virtual StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) = 0;
+  virtual int64_t bos_id() const = 0;
+  virtual int64_t eos_id() const = 0;
+  virtual torch::Device device() const = 0;
+};
+
+}  // namespace attnmt

@@ -1,0 +1,81 @@
+#include "decoding/translator.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "util/logging.h"
+
+namespace attnmt {
+
+std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,
+                                                      const std::vector<std::string>& lines,
+                                                      const TranslateOptions& options) {
+  torch::InferenceMode inference;
+  const auto device = model.device();
+  const int64_t pad = Tokenizer::kPad;
+  const int64_t eos = Tokenizer::kEos;
+  std::vector<std::vector<int>> encoded(lines.size());
+  std::vector<size_t> order;
+  size_t truncated = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;  // blank -> blank
+    encoded[i] = tokenizers.src->encode(lines[i]);
+    if (encoded[i].empty()) continue;
+    if (static_cast<int>(encoded[i].size()) > options.max_source_tokens) {
+      encoded[i].resize(options.max_source_tokens);
+      ++truncated;
+    }
+    order.push_back(i);
+  }
+  if (truncated > 0) {
+    spdlog::warn("[decode] {} input line(s) longer than {} subwords were truncated", truncated,
+                 options.max_source_tokens);
+  }
+  // Longest first: similar lengths share a batch, and the largest batch is allocated first.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return encoded[a].size() > encoded[b].size(); });
+
+  std::vector<std::vector<Translation>> results(lines.size());
+  for (auto& r : results) r.emplace_back();  // empty line -> one empty translation
+  for (size_t start = 0; start < order.size(); start += options.batch_size) {
+    const size_t end = std::min(order.size(), start + static_cast<size_t>(options.batch_size));
+    const int64_t B = static_cast<int64_t>(end - start);
+    int64_t S = 0;
+    for (size_t k = start; k < end; ++k) S = std::max<int64_t>(S, encoded[order[k]].size() + 1);
+    auto src = torch::full({B, S}, pad, torch::kLong);
+    auto lengths = torch::empty({B}, torch::kLong);
+    auto* sp = src.data_ptr<int64_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& ids = encoded[order[start + b]];
+      for (size_t j = 0; j < ids.size(); ++j) sp[b * S + j] = ids[j];
+      sp[b * S + ids.size()] = eos;
+      lengths[b] = static_cast<int64_t>(ids.size()) + 1;
+    }
+    auto nbest = search(model, src.to(device), lengths.to(device), options.search);
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t line = order[start + b];
+      auto& out = results[line];
+      out.clear();
+      std::vector<std::string> src_pieces;
+      if (options.search.return_attention) {
+        for (int id : encoded[line]) src_pieces.push_back(tokenizers.src->piece(id));
+        src_pieces.push_back("</s>");
+      }
+      for (auto& hyp : nbest[b]) {
+        Translation tr;
+        tr.text = tokenizers.tgt->decode(std::vector<int>(hyp.tokens.begin(), hyp.tokens.end()));
+        tr.score = hyp.score;
+        if (options.search.return_attention) {
+          tr.src_pieces = src_pieces;
+          for (auto id : hyp.tokens) tr.tgt_pieces.push_back(tokenizers.tgt->piece(static_cast<int>(id)));
+          if (hyp.finished) tr.tgt_pieces.push_back("</s>");
+          tr.attention = std::move(hyp.attention);
+        }
+        out.push_back(std::move(tr));
+      }
+    }
+  }
+  return results;
+}
+
+}  // namespace attnmt

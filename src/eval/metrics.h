@@ -1,0 +1,38 @@
+// Corpus-level BLEU and chrF, equal to sacreBLEU 2.x defaults (one reference):
+// BLEU: 13a tokenization, cased, exponential smoothing, max n-gram order 4.
+// chrF: chrF2 (character n-grams up to 6, no word n-grams, beta 2), whitespace removed,
+// sacreBLEU's "effective order" handling.
+// Checked against sacreBLEU 2.6.0 output in tests/data/sacrebleu/ (tests/base/test_metrics.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace attnmt {
+
+struct BleuResult {
+  double score = 0;               // 0..100
+  std::vector<long> counts;       // matching n-grams, n = 1..4
+  std::vector<long> totals;       // hypothesis n-grams, n = 1..4
+  std::vector<double> precisions; // 100 * counts / totals (exp-smoothed where counts is 0), n = 1..4
+  double bp = 0;                  // brevity penalty
+  long sys_len = 0;
+  long ref_len = 0;
+  std::string signature() const;  // like sacreBLEU's: nrefs:1|case:mixed|eff:no|tok:13a|...
+  // sacreBLEU's line: "BLEU = 35.12 67.2/42.1/28.3/19.5 (BP = 0.980 ratio = 0.980 hyp_len = ...)"
+  std::string format() const;
+};
+
+struct ChrfResult {
+  double score = 0;  // 0..100
+  std::string signature() const;
+  std::string format() const;  // sacreBLEU's line: "chrF2 = 60.12"
+};
+
+// InputError if the sizes differ.
+BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+
+// sacreBLEU's 13a tokenizer (mteval-v13a), exposed for tests and alignment tools.
+std::string tokenize_13a(const std::string& line);
+
+}  // namespace attnmt

@@ -1,0 +1,79 @@
+#include "model/decoder.h"
+
+#include "attention/registry.h"
+
+namespace attnmt {
+
+namespace F = torch::nn::functional;
+
+DecoderStepState DecoderStepState::index_select(const torch::Tensor& index) const {
+  DecoderStepState out;
+  for (const auto& h : rnn.h) out.rnn.h.push_back(h.index_select(0, index));
+  for (const auto& c : rnn.c) out.rnn.c.push_back(c.index_select(0, index));
+  if (feed.defined()) out.feed = feed.index_select(0, index);
+  out.attention = attention.index_select(index);
+  return out;
+}
+
+DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
+    : config_(config), luong_(config.decoder.style == "luong") {
+  const auto& dec = config.decoder;
+  const int64_t H = dec.hidden_size;
+  const int64_t E = config.embedding_size;
+  attention_ = make_attention(config.attention, H, memory_size);
+  register_module("attention", attention_);
+  const int64_t ctx = attention_->context_size();
+  const int64_t dynamic = luong_ ? (dec.input_feeding ? H : 0) : ctx;
+  rnn_ = register_module("rnn", RnnStack(dec.rnn, E, dynamic, H, dec.layers, dec.dropout));
+  const int64_t final_size = config.encoder.hidden_size * (config.encoder.bidirectional ? 2 : 1);
+  bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, dec.layers * H));
+  if (rnn_->is_lstm()) {
+    bridge_c_ = register_module("bridge_c", torch::nn::Linear(final_size, dec.layers * H));
+  }
+  const int64_t combine_in = luong_ ? ctx + H : H + ctx + E;
+  combine_ = register_module("combine", torch::nn::Linear(torch::nn::LinearOptions(combine_in, H).bias(false)));
+}
+
+DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const AttentionMemory& memory) {
+  const auto L = config_.decoder.layers;
+  DecoderStepState state;
+  auto h0 = torch::tanh(bridge_h_(encoded.final_h)).chunk(L, 1);  // L x [B, H]
+  state.rnn.h.assign(h0.begin(), h0.end());
+  if (rnn_->is_lstm()) {
+    // The encoder's cell state may be any size: bridge it the same way; GRU encoders have none,
+    // then the cell starts at zero.
+    if (encoded.final_c.defined()) {
+      auto c0 = bridge_c_(encoded.final_c).chunk(L, 1);
+      state.rnn.c.assign(c0.begin(), c0.end());
+    } else {
+      for (int64_t l = 0; l < L; ++l) state.rnn.c.push_back(torch::zeros_like(state.rnn.h[l]));
+    }
+  }
+  if (luong_ && config_.decoder.input_feeding) state.feed = torch::zeros_like(state.rnn.h[0]);
+  state.attention = attention_->initial_state(memory);
+  return state;
+}
+
+torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
+                                const AttentionMemory& memory, DecoderStepState& state, int64_t t,
+                                torch::Tensor* weights) {
+  const auto drop = F::DropoutFuncOptions().p(config_.decoder.dropout).training(is_training());
+  torch::Tensor out;
+  if (luong_) {
+    auto s = rnn_->step(gates_t, state.feed, state.rnn);                    // [N, H]
+    auto att = attention_->forward(s, memory, state.attention, t);
+    state.attention = std::move(att.state);
+    out = F::dropout(torch::tanh(combine_(torch::cat({att.context, s}, 1))), drop);  // h~_t
+    if (state.feed.defined()) state.feed = out;
+    if (weights) *weights = att.weights;
+  } else {
+    auto att = attention_->forward(state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}
+    state.attention = std::move(att.state);
+    auto s = rnn_->step(gates_t, att.context, state.rnn);
+    out = F::dropout(torch::tanh(combine_(torch::cat({s, att.context, embedded_t}, 1))), drop);
+    if (weights) *weights = att.weights;
+  }
+  return out;
+}
+
+}  // namespace attnmt

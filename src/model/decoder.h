@@ -1,0 +1,54 @@
+// The attentional decoder, in the two styles of ../shared/ATTENTION.md:
+//  luong    (Luong et al., 2015): s_t = RNN(s_{t-1}, [E y_{t-1}; h~_{t-1}]) (input feeding),
+//           query = s_t, h~_t = tanh(W_c [c_t; s_t]).
+//  bahdanau (Bahdanau et al., 2015): query = s_{t-1}, c_t first, then
+//           s_t = RNN(s_{t-1}, [E y_{t-1}; c_t]), h~_t = tanh(W_o [s_t; c_t; E y_{t-1}]).
+// Both return the "attentional hidden" h~_t [N, H] that the output layer turns into logits.
+// The initial state comes from the encoder's final state through a tanh bridge.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "attention/attention.h"
+#include "config/config.h"
+#include "model/encoder.h"
+#include "model/rnn_stack.h"
+
+namespace attnmt {
+
+struct DecoderStepState {
+  RnnState rnn;
+  torch::Tensor feed;  // [N, H] h~_{t-1} (luong with input feeding), else undefined
+  AttentionState attention;
+
+  DecoderStepState index_select(const torch::Tensor& index) const;
+};
+
+class DecoderImpl : public torch::nn::Module {
+ public:
+  DecoderImpl(const ModelConfig& config, int64_t memory_size);
+
+  DecoderStepState initial_state(const EncoderOutput& encoded, const AttentionMemory& memory);
+  // [..., E] -> [..., G]: the embedding part of the first RNN layer's gates, for many steps at once.
+  torch::Tensor project_embeddings(const torch::Tensor& embedded) { return rnn_->project_static(embedded); }
+  // One step t (0-based). gates_t = project_embeddings(E y_{t-1}) [N, G], embedded_t [N, E].
+  // Returns h~_t [N, H]; weights (if not null) receives alpha_t [N, S].
+  torch::Tensor step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
+                     const AttentionMemory& memory, DecoderStepState& state, int64_t t,
+                     torch::Tensor* weights);
+
+  Attention& attention() { return *attention_; }
+  int64_t output_size() const { return config_.decoder.hidden_size; }
+
+ private:
+  ModelConfig config_;
+  bool luong_;
+  RnnStack rnn_{nullptr};
+  std::shared_ptr<Attention> attention_;
+  torch::nn::Linear bridge_h_{nullptr}, bridge_c_{nullptr};
+  torch::nn::Linear combine_{nullptr};  // luong: W_c; bahdanau: W_o (no bias, as in the papers)
+};
+TORCH_MODULE(Decoder);
+
+}  // namespace attnmt

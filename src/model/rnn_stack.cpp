@@ -1,0 +1,79 @@
+#include "model/rnn_stack.h"
+
+#include <cmath>
+
+namespace attnmt {
+
+RnnStackImpl::RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t dynamic_size,
+                           int64_t hidden, int64_t layers, double dropout)
+    : lstm_(rnn == "lstm"), hidden_(hidden), layers_(layers), gates_((rnn == "lstm" ? 4 : 3) * hidden),
+      dropout_(dropout) {
+  // PyTorch's RNN initialisation: U(-1/sqrt(H), 1/sqrt(H)) for every weight and bias.
+  const double k = 1.0 / std::sqrt(static_cast<double>(hidden));
+  auto init = [&](std::vector<int64_t> shape) { return torch::empty(shape).uniform_(-k, k); };
+  w_static_ = register_parameter("w_static", init({gates_, static_size}));
+  b_ = register_parameter("b_ih_0", init({gates_}));
+  if (dynamic_size > 0) w_dynamic_ = register_parameter("w_dynamic", init({gates_, dynamic_size}));
+  for (int64_t l = 0; l < layers; ++l) {
+    if (l > 0) {
+      w_ih_.push_back(register_parameter("w_ih_" + std::to_string(l), init({gates_, hidden})));
+      b_ih_.push_back(register_parameter("b_ih_" + std::to_string(l), init({gates_})));
+    } else {
+      w_ih_.emplace_back();
+      b_ih_.emplace_back();
+    }
+    w_hh_.push_back(register_parameter("w_hh_" + std::to_string(l), init({gates_, hidden})));
+    b_hh_.push_back(register_parameter("b_hh_" + std::to_string(l), init({gates_})));
+  }
+  if (lstm_) {
+    // Forget-gate bias 1 (Jozefowicz et al., 2015): helps gradients flow early in training.
+    torch::NoGradGuard no_grad;
+    for (int64_t l = 0; l < layers; ++l) b_hh_[l].slice(0, hidden, 2 * hidden).fill_(1.0);
+  }
+}
+
+torch::Tensor RnnStackImpl::project_static(const torch::Tensor& x_static) {
+  return torch::nn::functional::linear(x_static, w_static_, b_);
+}
+
+torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state) {
+  const auto& h = state.h[layer];
+  if (lstm_) {
+    auto gates = torch::addmm(input_gates + b_hh_[layer], h, w_hh_[layer].t());  // [N, 4H]
+    auto chunks = gates.chunk(4, 1);
+    auto i = torch::sigmoid(chunks[0]);
+    auto f = torch::sigmoid(chunks[1]);
+    auto g = torch::tanh(chunks[2]);
+    auto o = torch::sigmoid(chunks[3]);
+    auto c = torch::addcmul(f * state.c[layer], i, g);
+    auto h_new = o * torch::tanh(c);
+    state.c[layer] = c;
+    state.h[layer] = h_new;
+    return h_new;
+  }
+  // GRU: r and z from input+hidden; n uses r * (W_hn h + b_hn).
+  auto gh = torch::addmm(b_hh_[layer], h, w_hh_[layer].t());  // [N, 3H]
+  auto gi = input_gates.chunk(3, 1);
+  auto hh = gh.chunk(3, 1);
+  auto r = torch::sigmoid(gi[0] + hh[0]);
+  auto z = torch::sigmoid(gi[1] + hh[1]);
+  auto n = torch::tanh(gi[2] + r * hh[2]);
+  auto h_new = n + z * (h - n);  // (1 - z) * n + z * h
+  state.h[layer] = h_new;
+  return h_new;
+}
+
+torch::Tensor RnnStackImpl::step(const torch::Tensor& static_gates, const torch::Tensor& dynamic,
+                                 RnnState& state) {
+  auto gates = static_gates;
+  if (w_dynamic_.defined()) gates = torch::addmm(gates, dynamic, w_dynamic_.t());
+  auto out = cell(0, gates, state);
+  for (int64_t l = 1; l < layers_; ++l) {
+    auto in = torch::nn::functional::dropout(
+        out, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
+    out = cell(l, torch::addmm(b_ih_[l], in, w_ih_[l].t()), state);
+  }
+  return out;
+}
+
+}  // namespace attnmt

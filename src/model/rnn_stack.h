@@ -1,0 +1,45 @@
+// A stack of LSTM or GRU cells run one step at a time (the decoder's recurrence).
+// Layer 0's input is split in two parts: a "static" part known for all steps in advance (the
+// target embeddings in teacher forcing) whose gate projection is computed for all steps in one
+// GEMM by project_static(), and a "dynamic" part only known at step t (input feeding h~_{t-1},
+// or Bahdanau's context c_t).
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace attnmt {
+
+struct RnnState {
+  std::vector<torch::Tensor> h;  // per layer [N, H]
+  std::vector<torch::Tensor> c;  // per layer [N, H] (LSTM only; empty for GRU)
+};
+
+class RnnStackImpl : public torch::nn::Module {
+ public:
+  RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t dynamic_size, int64_t hidden,
+               int64_t layers, double dropout);
+
+  // [..., static_size] -> [..., gates]: layer 0's input projection of the static input (+ bias).
+  torch::Tensor project_static(const torch::Tensor& x_static);
+  // One step. static_gates = project_static(x_t) [N, G]; dynamic [N, dynamic_size] or undefined
+  // when dynamic_size == 0. Updates state, returns the top layer's output [N, H].
+  torch::Tensor step(const torch::Tensor& static_gates, const torch::Tensor& dynamic, RnnState& state);
+
+  bool is_lstm() const { return lstm_; }
+  int64_t hidden_size() const { return hidden_; }
+  int64_t layers() const { return layers_; }
+
+ private:
+  torch::Tensor cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state);
+  bool lstm_;
+  int64_t hidden_, layers_, gates_;
+  double dropout_;
+  torch::Tensor w_static_, b_, w_dynamic_;  // layer 0: [G, static], [G], [G, dynamic]
+  std::vector<torch::Tensor> w_ih_, b_ih_;  // layers >= 1: [G, H], [G]
+  std::vector<torch::Tensor> w_hh_, b_hh_;  // all layers: [G, H], [G]
+};
+TORCH_MODULE(RnnStack);
+
+}  // namespace attnmt

@@ -1,0 +1,123 @@
+#include "model/seq2seq.h"
+
+#include "util/error.h"
+
+namespace attnmt {
+
+namespace F = torch::nn::functional;
+
+Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab)
+    : config_(config), vocab_(vocab) {
+  const int64_t E = config.embedding_size;
+  src_embed_ = register_module(
+      "src_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab.src, E).padding_idx(vocab.pad_id)));
+  tgt_embed_ = register_module(
+      "tgt_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab.tgt, E).padding_idx(vocab.pad_id)));
+  {
+    // N(0, 1/E) instead of N(0, 1): keeps the first RNN inputs at a sensible scale.
+    torch::NoGradGuard no_grad;
+    const double std = 1.0 / std::sqrt(static_cast<double>(E));
+    src_embed_->weight.normal_(0, std);
+    tgt_embed_->weight.normal_(0, std);
+    src_embed_->weight[vocab.pad_id].zero_();
+    tgt_embed_->weight[vocab.pad_id].zero_();
+  }
+  encoder_ = register_module("encoder", Encoder(config.encoder, E));
+  decoder_ = register_module("decoder", Decoder(config, encoder_->output_size()));
+  const int64_t H = config.decoder.hidden_size;
+  if (config.tie_embeddings && H != E) {
+    throw InputError("model.tie_embeddings needs model.embedding_size (" + std::to_string(E) +
+                     ") == model.decoder.hidden_size (" + std::to_string(H) + ")");
+  }
+  // The output layer: logits = h~ W^T + b. Tied: W is the target embedding matrix itself (one
+  // tensor, registered once, trained through both uses).
+  const double k = 1.0 / std::sqrt(static_cast<double>(H));
+  out_weight_ = config.tie_embeddings
+                    ? tgt_embed_->weight
+                    : register_parameter("out_weight", torch::empty({vocab.tgt, H}).uniform_(-k, k));
+  out_bias_ = register_parameter("out_bias", torch::zeros({vocab.tgt}));
+}
+
+torch::Tensor Seq2SeqImpl::generate(const torch::Tensor& hidden) {
+  return F::linear(hidden, out_weight_, out_bias_);
+}
+
+int64_t Seq2SeqImpl::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths) {
+  const auto drop = F::DropoutFuncOptions().p(config_.encoder.dropout).training(is_training());
+  auto embedded = F::dropout(src_embed_(src), drop);  // [B, S, E]
+  auto encoded = encoder_(embedded, lengths);
+  Encoded out;
+  out.memory = decoder_->attention().prepare(encoded.states, encoded.mask);
+  out.state = decoder_->initial_state(encoded, out.memory);
+  return out;
+}
+
+torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths,
+                                   const torch::Tensor& tgt_in, torch::Tensor* attention) {
+  auto enc = encode(src, lengths);
+  const auto drop = F::DropoutFuncOptions().p(config_.decoder.dropout).training(is_training());
+  // Time-major so that step t reads a contiguous [B, *] slice.
+  auto embedded = F::dropout(tgt_embed_(tgt_in.t()), drop);   // [T, B, E]
+  auto gates = decoder_->project_embeddings(embedded);        // [T, B, G]: one GEMM for all steps
+  const int64_t T = tgt_in.size(1);
+  std::vector<torch::Tensor> outputs, weights;
+  outputs.reserve(T);
+  for (int64_t t = 0; t < T; ++t) {
+    torch::Tensor w;
+    outputs.push_back(decoder_->step(gates[t], embedded[t], enc.memory, enc.state, t,
+                                     attention ? &w : nullptr));
+    if (attention) weights.push_back(w);
+  }
+  if (attention) *attention = torch::stack(weights, 1);  // [B, T, S]
+  auto hidden = torch::stack(outputs, 1);                 // [B, T, H]
+  return generate(hidden);                                // [B, T, V]: one GEMM for all steps
+}
+
+torch::Tensor Seq2SeqImpl::step(const torch::Tensor& prev, const AttentionMemory& memory,
+                                DecoderStepState& state, int64_t t, torch::Tensor* attention) {
+  auto embedded = tgt_embed_(prev);  // [N, E]
+  auto gates = decoder_->project_embeddings(embedded);
+  return generate(decoder_->step(gates, embedded, memory, state, t, attention));
+}
+
+namespace {
+struct Seq2SeqSearchState : SearchState {
+  AttentionMemory memory;
+  DecoderStepState state;
+  int64_t t = 0;
+  void index_select(const torch::Tensor& index) override {
+    memory = memory.index_select(index);
+    state = state.index_select(index);
+  }
+};
+}  // namespace
+
+std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, const torch::Tensor& lengths) {
+  auto enc = model_->encode(src, lengths);
+  auto s = std::make_unique<Seq2SeqSearchState>();
+  s->memory = std::move(enc.memory);
+  s->state = std::move(enc.state);
+  return s;
+}
+
+StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
+  auto& s = static_cast<Seq2SeqSearchState&>(state);
+  StepResult r;
+  auto logits = model_->step(prev_tokens, s.memory, s.state, s.t, want_attention ? &r.attention : nullptr);
+  r.log_probs = logits.log_softmax(-1);
+  ++s.t;
+  return r;
+}
+
+torch::Device Seq2SeqStepModel::device() const {
+  for (const auto& p : model_->parameters()) return p.device();
+  return torch::kCPU;
+}
+
+}  // namespace attnmt

@@ -1,0 +1,74 @@
+// The RNN encoder-decoder: embeddings, encoder, attentional decoder, output layer.
+// Training calls forward() (teacher forcing over all steps; the output layer runs once over all
+// steps as one GEMM). Search drives the same decoder through Seq2SeqStepModel, one step at a time.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "config/config.h"
+#include "decoding/step_model.h"
+#include "model/decoder.h"
+#include "model/encoder.h"
+
+namespace attnmt {
+
+struct VocabSizes {
+  int64_t src = 0;
+  int64_t tgt = 0;
+  int64_t pad_id = 0;
+  int64_t bos_id = 2;
+  int64_t eos_id = 3;
+};
+
+class Seq2SeqImpl : public torch::nn::Module {
+ public:
+  Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab);
+
+  struct Encoded {
+    AttentionMemory memory;
+    DecoderStepState state;
+  };
+  // src [B, S] int64 (padded with pad_id), lengths [B] int64.
+  Encoded encode(const torch::Tensor& src, const torch::Tensor& lengths);
+
+  // Teacher forcing. tgt_in [B, T] = bos y_1 .. y_{T-1}. Returns logits [B, T, V];
+  // attention (if not null) receives [B, T, S].
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& lengths,
+                        const torch::Tensor& tgt_in, torch::Tensor* attention = nullptr);
+
+  // One decoding step: prev [N] -> logits [N, V].
+  torch::Tensor step(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
+                     int64_t t, torch::Tensor* attention);
+
+  Decoder& decoder() { return decoder_; }
+  const VocabSizes& vocab() const { return vocab_; }
+  int64_t parameter_count() const;
+  // h~ [..., H] -> logits [..., V]
+  torch::Tensor generate(const torch::Tensor& hidden);
+
+ private:
+  ModelConfig config_;
+  VocabSizes vocab_;
+  torch::nn::Embedding src_embed_{nullptr}, tgt_embed_{nullptr};
+  Encoder encoder_{nullptr};
+  Decoder decoder_{nullptr};
+  torch::Tensor out_weight_, out_bias_;  // output layer [V, H], [V]
+};
+TORCH_MODULE(Seq2Seq);
+
+// Adapts a Seq2Seq to the search interface (decoding/step_model.h).
+class Seq2SeqStepModel : public StepModel {
+ public:
+  explicit Seq2SeqStepModel(Seq2Seq model) : model_(std::move(model)) {}
+  std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override;
+  StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
+  int64_t bos_id() const override { return model_->vocab().bos_id; }
+  int64_t eos_id() const override { return model_->vocab().eos_id; }
+  torch::Device device() const override;
+
+ private:
+  Seq2Seq model_;
+};
+
+}  // namespace attnmt

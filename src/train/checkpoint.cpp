@@ -1,0 +1,188 @@
+#include "train/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "config/loader.h"
+#include "util/error.h"
+#include "util/text_io.h"
+
+namespace attnmt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+template <typename T>
+T read_scalar(torch::serialize::InputArchive& archive, const std::string& key, const std::string& path) {
+  c10::IValue v;
+  if (!archive.try_read(key, v)) throw InputError("checkpoint '" + path + "' has no '" + key + "' entry");
+  if constexpr (std::is_same_v<T, double>) return v.toDouble();
+  else if constexpr (std::is_same_v<T, bool>) return v.toBool();
+  else if constexpr (std::is_same_v<T, std::string>) return v.toStringRef();
+  else return static_cast<T>(v.toInt());
+}
+
+void load_archive(torch::serialize::InputArchive& archive, const std::string& path) {
+  if (!fs::exists(path)) throw InputError("checkpoint '" + path + "' does not exist");
+  try {
+    archive.load_from(path);
+  } catch (const c10::Error& e) {
+    throw InputError("checkpoint '" + path + "' is truncated or corrupted (" + first_line(e.what_without_backtrace()) + ")");
+  }
+}
+
+}  // namespace
+
+torch::Device parse_device(const std::string& device) {
+  torch::Device d(torch::kCPU);
+  try {
+    d = torch::Device(device);
+  } catch (const c10::Error&) {
+    throw InputError("device: '" + device + "' is not a device (cpu, cuda, cuda:N)");
+  }
+  if (d.is_cuda() && !torch::cuda::is_available()) {
+    throw InputError("device: '" + device + "' asked for, but this LibTorch build has no usable CUDA device");
+  }
+  return d;
+}
+
+void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
+                     torch::optim::Optimizer* optimizer, const TrainingProgress& p) {
+  torch::serialize::OutputArchive archive;
+  archive.write("format_version", c10::IValue(kCheckpointFormat));
+  archive.write("config_yaml", c10::IValue(config_to_yaml(config)));
+  archive.write("vocab.src", c10::IValue(model->vocab().src));
+  archive.write("vocab.tgt", c10::IValue(model->vocab().tgt));
+  archive.write("progress.step", c10::IValue(p.step));
+  archive.write("progress.epoch", c10::IValue(p.epoch));
+  archive.write("progress.batch_in_epoch", c10::IValue(p.batch_in_epoch));
+  archive.write("progress.best_score", c10::IValue(p.best_score));
+  archive.write("progress.has_best", c10::IValue(p.has_best));
+  archive.write("progress.bad_validations", c10::IValue(p.bad_validations));
+  archive.write("progress.lr_bad_validations", c10::IValue(p.lr_bad_validations));
+  archive.write("progress.learning_rate", c10::IValue(p.learning_rate));
+  archive.write("progress.skipped_steps", c10::IValue(p.skipped_steps));
+  archive.write("progress.train_seconds", c10::IValue(p.train_seconds));
+  archive.write("progress.target_tokens", c10::IValue(p.target_tokens));
+  archive.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  torch::serialize::OutputArchive model_archive;
+  model->save(model_archive);
+  archive.write("model", model_archive);
+  if (optimizer) {
+    torch::serialize::OutputArchive optim_archive;
+    optimizer->save(optim_archive);
+    archive.write("optimizer", optim_archive);
+  }
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  write_file_atomic(path, bytes.str());
+}
+
+CheckpointContents read_checkpoint_header(const std::string& path) {
+  torch::serialize::InputArchive archive;
+  load_archive(archive, path);
+  CheckpointContents c;
+  try {
+    const auto version = read_scalar<int64_t>(archive, "format_version", path);
+    if (version != kCheckpointFormat) {
+      throw InputError("checkpoint '" + path + "' has format version " + std::to_string(version) +
+                       ", this attnmt reads version " + std::to_string(kCheckpointFormat));
+    }
+    c.config = parse_config(read_scalar<std::string>(archive, "config_yaml", path), path + " (stored config)");
+    c.vocab.src = read_scalar<int64_t>(archive, "vocab.src", path);
+    c.vocab.tgt = read_scalar<int64_t>(archive, "vocab.tgt", path);
+    auto& p = c.progress;
+    p.step = read_scalar<int64_t>(archive, "progress.step", path);
+    p.epoch = read_scalar<int64_t>(archive, "progress.epoch", path);
+    p.batch_in_epoch = read_scalar<int64_t>(archive, "progress.batch_in_epoch", path);
+    p.best_score = read_scalar<double>(archive, "progress.best_score", path);
+    p.has_best = read_scalar<bool>(archive, "progress.has_best", path);
+    p.bad_validations = read_scalar<int64_t>(archive, "progress.bad_validations", path);
+    p.lr_bad_validations = read_scalar<int64_t>(archive, "progress.lr_bad_validations", path);
+    p.learning_rate = read_scalar<double>(archive, "progress.learning_rate", path);
+    p.skipped_steps = read_scalar<int64_t>(archive, "progress.skipped_steps", path);
+    p.train_seconds = read_scalar<double>(archive, "progress.train_seconds", path);
+    p.target_tokens = read_scalar<int64_t>(archive, "progress.target_tokens", path);
+  } catch (const c10::Error& e) {
+    throw InputError("checkpoint '" + path + "' is corrupted (" + first_line(e.what_without_backtrace()) + ")");
+  }
+  return c;
+}
+
+void load_checkpoint_state(const std::string& path, Seq2Seq& model, torch::optim::Optimizer* optimizer,
+                           bool restore_rng) {
+  torch::serialize::InputArchive archive;
+  load_archive(archive, path);
+  try {
+    torch::serialize::InputArchive model_archive;
+    archive.read("model", model_archive);
+    model->load(model_archive);
+    if (optimizer) {
+      torch::serialize::InputArchive optim_archive;
+      archive.read("optimizer", optim_archive);
+      optimizer->load(optim_archive);
+    }
+    if (restore_rng) {
+      torch::Tensor state;
+      archive.read("rng.cpu", state);
+      auto generator = at::detail::getDefaultCPUGenerator();
+      generator.set_state(state);
+    }
+  } catch (const c10::Error& e) {
+    throw InputError("checkpoint '" + path + "' does not match the model or is corrupted (" +
+                     first_line(e.what_without_backtrace()) + ")");
+  }
+}
+
+std::vector<std::string> list_step_checkpoints(const std::string& save_dir) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  if (!fs::is_directory(save_dir, ec)) return {};
+  for (const auto& entry : fs::directory_iterator(save_dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("ckpt.", 0) != 0 || name.size() < 9 || name.substr(name.size() - 3) != ".pt") continue;
+    const auto digits = name.substr(5, name.size() - 8);
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    found.emplace_back(std::stoll(digits), entry.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+LoadedModel load_model(const std::string& save_dir, const std::string& checkpoint, const std::string& device) {
+  if (!fs::is_directory(save_dir)) throw InputError("model directory '" + save_dir + "' does not exist");
+  LoadedModel m;
+  m.checkpoint = checkpoint;
+  if (m.checkpoint.empty()) {
+    const auto best = (fs::path(save_dir) / "best.pt").string();
+    if (fs::exists(best)) {
+      m.checkpoint = best;
+    } else {
+      auto steps = list_step_checkpoints(save_dir);
+      if (steps.empty()) throw InputError("no checkpoint in '" + save_dir + "' (expected best.pt or ckpt.<step>.pt)");
+      m.checkpoint = steps.front();
+    }
+  }
+  auto header = read_checkpoint_header(m.checkpoint);
+  m.config = header.config;
+  m.tokenizers = load_or_train_tokenizers(m.config.tokenizer, save_dir, nullptr, m.config.train.seed);
+  if (m.tokenizers.src->vocab_size() != header.vocab.src || m.tokenizers.tgt->vocab_size() != header.vocab.tgt) {
+    throw InputError("tokenizer model in '" + save_dir + "' has " + std::to_string(m.tokenizers.src->vocab_size()) +
+                     "/" + std::to_string(m.tokenizers.tgt->vocab_size()) + " pieces but checkpoint '" +
+                     m.checkpoint + "' was trained with " + std::to_string(header.vocab.src) + "/" +
+                     std::to_string(header.vocab.tgt));
+  }
+  m.model = Seq2Seq(m.config.model, header.vocab);
+  load_checkpoint_state(m.checkpoint, m.model, nullptr, /*restore_rng=*/false);
+  m.model->to(parse_device(device.empty() ? m.config.device : device));
+  m.model->eval();
+  return m;
+}
+
+}  // namespace attnmt

@@ -1,0 +1,31 @@
+// Text files in and out: plain or gzip'd input (zlib reads both), checked line by line.
+// Every problem is an InputError naming the file, the 1-based line and (for bad bytes) the
+// byte offset within the line.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnmt {
+
+struct LineCheck {
+  size_t max_line_bytes = 1 << 20;  // longer lines are an error (file:line named)
+};
+
+// Reads all lines; strips a trailing "\r" (CRLF accepted) and accepts a missing final newline.
+// Rejects invalid UTF-8, NUL bytes and lines longer than check.max_line_bytes. An empty file
+// yields an empty vector (callers decide whether that is an error).
+std::vector<std::string> read_lines(const std::string& path, const LineCheck& check = {});
+
+// Index of the first byte that does not belong to well-formed UTF-8, or npos if all is valid.
+size_t find_invalid_utf8(std::string_view text);
+
+// Whole file as a string (binary), InputError if it cannot be read.
+std::string read_file(const std::string& path);
+
+// Writes `content` to `path` atomically: temp file in the same directory, fsync, rename.
+// RuntimeError (naming the path) on failure; the previous file is left intact.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace attnmt

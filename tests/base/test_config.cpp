@@ -1,0 +1,689 @@
+// Config loader: defaults < YAML < overrides, strict keys and types, validation, round trip.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config/loader.h"
+#include "util/error.h"
+
+using attnmt::Config;
+using attnmt::InputError;
+using attnmt::parse_config;
+using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
+using Catch::Matchers::StartsWith;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The message of the InputError that `f` throws ("" if it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string parse_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  return error_of([&] { parse_config(yaml, "cfg.yaml", overrides); });
+}
+
+std::string validate_error(const Config& config) {
+  return error_of([&] { attnmt::validate_config(config); });
+}
+
+// A fresh, empty directory under the system temp dir, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::temp_directory_path() / ("attnmt_test_config_" + name);
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name, const std::string& content) const {
+    std::ofstream(path / name) << content;
+    return (path / name).string();
+  }
+};
+
+const char* const kFullYaml = R"(# every section, non-default values
+data:
+  train: {src: train.de, tgt: train.en}
+  valid:
+    src: valid.de
+    tgt: valid.en
+  test:
+    src: "test 2016.de"
+    tgt: 'test 2016.en'
+  max_length: 80
+tokenizer:
+  type: sentencepiece
+  model_type: unigram
+  vocab_size: 16000
+  shared: false
+  character_coverage: 0.9995
+model:
+  embedding_size: 512
+  encoder:
+    rnn: gru
+    bidirectional: no
+    layers: 3
+    hidden_size: 384
+    dropout: 0.25
+  decoder:
+    rnn: gru
+    style: bahdanau
+    layers: 1
+    hidden_size: 768
+    input_feeding: off
+    dropout: 0.1
+  attention:
+    type: local_p
+    hidden_size: 128
+    window: 7
+    score: concat
+    hard_decode: false
+    heads: 8
+    max_area: 5
+    coverage: true
+    coverage_loss: 0.5
+  tie_embeddings: yes
+train:
+  save_dir: runs/exp1
+  batch_size: 32
+  batch_tokens: 4096
+  max_steps: 20000
+  max_epochs: 15
+  optimizer: sgd
+  learning_rate: 3e-4
+  clip_norm: 1.0
+  label_smoothing: 0.0
+  lr_schedule: constant
+  lr_decay: 0.7
+  lr_patience: 3
+  min_learning_rate: 1.0e-6
+  valid_every: 500
+  valid_metric: ppl
+  valid_beam_size: 4
+  patience: 5
+  keep_checkpoints: 2
+  report_every: 50
+  seed: 18446744073709551615
+decode:
+  beam_size: 10
+  length_penalty: 1.0
+  coverage_penalty: 0.2
+  max_length_ratio: 1.5
+  batch_size: 16
+  n_best: 3
+threads: 4
+device: cuda:1
+)";
+
+}  // namespace
+
+TEST_CASE("config: struct defaults are valid and survive an empty-ish YAML", "[config]") {
+  const Config defaults;
+  CHECK(validate_error(defaults).empty());
+
+  const Config c = parse_config("model: {}\n", "cfg.yaml");
+  CHECK(c.data.max_length == 100);
+  CHECK(c.data.train.src.empty());
+  CHECK(c.tokenizer.type == "sentencepiece");
+  CHECK(c.tokenizer.model_type == "bpe");
+  CHECK(c.tokenizer.vocab_size == 8000);
+  CHECK(c.tokenizer.shared);
+  CHECK(c.model.embedding_size == 256);
+  CHECK(c.model.encoder.rnn == "lstm");
+  CHECK(c.model.encoder.bidirectional);
+  CHECK(c.model.encoder.layers == 2);
+  CHECK(c.model.encoder.dropout == 0.3);
+  CHECK(c.model.decoder.style == "luong");
+  CHECK(c.model.decoder.input_feeding);
+  CHECK(c.model.attention.type == "luong_general");
+  CHECK(c.model.attention.window == 10);
+  CHECK_FALSE(c.model.tie_embeddings);
+  CHECK(c.train.save_dir.empty());
+  CHECK(c.train.batch_size == 64);
+  CHECK(c.train.learning_rate == 1e-3);
+  CHECK(c.train.label_smoothing == 0.1);
+  CHECK(c.train.valid_metric == "bleu");
+  CHECK(c.train.seed == 1234u);
+  CHECK(c.decode.beam_size == 5);
+  CHECK(c.decode.length_penalty == 0.6);
+  CHECK(c.decode.n_best == 1);
+  CHECK(c.threads == 0);
+  CHECK(c.device == "cpu");
+  CHECK(attnmt::config_to_yaml(c) == attnmt::config_to_yaml(defaults));
+}
+
+TEST_CASE("config: a full YAML is parsed to the exact values", "[config]") {
+  const Config c = parse_config(kFullYaml, "full.yaml");
+  CHECK(c.data.train.src == "train.de");
+  CHECK(c.data.train.tgt == "train.en");
+  CHECK(c.data.valid.src == "valid.de");
+  CHECK(c.data.valid.tgt == "valid.en");
+  CHECK(c.data.test.src == "test 2016.de");
+  CHECK(c.data.test.tgt == "test 2016.en");
+  CHECK(c.data.max_length == 80);
+  CHECK(c.tokenizer.model_type == "unigram");
+  CHECK(c.tokenizer.vocab_size == 16000);
+  CHECK_FALSE(c.tokenizer.shared);
+  CHECK(c.tokenizer.character_coverage == 0.9995);
+  CHECK(c.model.embedding_size == 512);
+  CHECK(c.model.encoder.rnn == "gru");
+  CHECK_FALSE(c.model.encoder.bidirectional);
+  CHECK(c.model.encoder.layers == 3);
+  CHECK(c.model.encoder.hidden_size == 384);
+  CHECK(c.model.encoder.dropout == 0.25);
+  CHECK(c.model.decoder.rnn == "gru");
+  CHECK(c.model.decoder.style == "bahdanau");
+  CHECK(c.model.decoder.layers == 1);
+  CHECK(c.model.decoder.hidden_size == 768);
+  CHECK_FALSE(c.model.decoder.input_feeding);
+  CHECK(c.model.decoder.dropout == 0.1);
+  CHECK(c.model.attention.type == "local_p");
+  CHECK(c.model.attention.hidden_size == 128);
+  CHECK(c.model.attention.window == 7);
+  CHECK(c.model.attention.score == "concat");
+  CHECK_FALSE(c.model.attention.hard_decode);
+  CHECK(c.model.attention.heads == 8);
+  CHECK(c.model.attention.max_area == 5);
+  CHECK(c.model.attention.coverage);
+  CHECK(c.model.attention.coverage_loss == 0.5);
+  CHECK(c.model.tie_embeddings);
+  CHECK(c.train.save_dir == "runs/exp1");
+  CHECK(c.train.batch_size == 32);
+  CHECK(c.train.batch_tokens == 4096);
+  CHECK(c.train.max_steps == 20000);
+  CHECK(c.train.max_epochs == 15);
+  CHECK(c.train.optimizer == "sgd");
+  CHECK(c.train.learning_rate == 3e-4);
+  CHECK(c.train.clip_norm == 1.0);
+  CHECK(c.train.label_smoothing == 0.0);
+  CHECK(c.train.lr_schedule == "constant");
+  CHECK(c.train.lr_decay == 0.7);
+  CHECK(c.train.lr_patience == 3);
+  CHECK(c.train.min_learning_rate == 1e-6);
+  CHECK(c.train.valid_every == 500);
+  CHECK(c.train.valid_metric == "ppl");
+  CHECK(c.train.valid_beam_size == 4);
+  CHECK(c.train.patience == 5);
+  CHECK(c.train.keep_checkpoints == 2);
+  CHECK(c.train.report_every == 50);
+  CHECK(c.train.seed == 18446744073709551615ull);
+  CHECK(c.decode.beam_size == 10);
+  CHECK(c.decode.length_penalty == 1.0);
+  CHECK(c.decode.coverage_penalty == 0.2);
+  CHECK(c.decode.max_length_ratio == 1.5);
+  CHECK(c.decode.batch_size == 16);
+  CHECK(c.decode.n_best == 3);
+  CHECK(c.threads == 4);
+  CHECK(c.device == "cuda:1");
+}
+
+TEST_CASE("config: overrides beat the YAML, later overrides beat earlier ones", "[config]") {
+  const Config c =
+      parse_config(kFullYaml, "full.yaml",
+                   {"train.max_steps=100", "model.encoder.bidirectional=true",
+                    "data.train.src=foo.de", "decode.beam_size=2", "decode.n_best=1",
+                    "train.learning_rate=0.5", "model.decoder={layers: 4, style: luong}",
+                    " threads = 2 ", "threads=3", "data.test.src=", "data.test.tgt="});
+  CHECK(c.train.max_steps == 100);
+  CHECK(c.model.encoder.bidirectional);
+  CHECK(c.data.train.src == "foo.de");
+  CHECK(c.data.train.tgt == "train.en");  // untouched
+  CHECK(c.decode.beam_size == 2);
+  CHECK(c.train.learning_rate == 0.5);
+  CHECK(c.model.decoder.layers == 4);
+  CHECK(c.model.decoder.style == "luong");
+  CHECK(c.model.decoder.hidden_size == 768);  // a map override sets only its keys
+  CHECK(c.threads == 3);
+  CHECK(c.data.test.src.empty());
+  CHECK(c.data.test.tgt.empty());
+}
+
+TEST_CASE("config: bad overrides", "[config]") {
+  CHECK_THAT(parse_error("threads: 1\n", {"train.max_steps"}),
+             Contains("malformed override 'train.max_steps'"));
+  CHECK_THAT(parse_error("threads: 1\n", {"=3"}), Contains("malformed override '=3'"));
+  CHECK_THAT(parse_error("threads: 1\n", {"train.max_stepz=3"}),
+             Equals("unknown key 'train.max_stepz' in override 'train.max_stepz=3' "
+                    "(did you mean 'train.max_steps'?)"));
+  CHECK_THAT(parse_error("threads: 1\n", {"train.max_steps=abc"}),
+             Equals("override 'train.max_steps=abc': train.max_steps: expected an integer, "
+                    "got 'abc'"));
+  CHECK_THAT(parse_error("threads: 1\n", {"data.train.src=[a"}),
+             Contains("override 'data.train.src=[a': YAML syntax error"));
+  CHECK_THAT(parse_error("threads: 1\n", {"model.encoder=3"}),
+             Contains("model.encoder: expected a map of keys, got '3'"));
+}
+
+TEST_CASE("config: unknown keys are rejected with the closest valid key", "[config]") {
+  SECTION("typo in a nested leaf") {
+    CHECK_THAT(parse_error("model:\n  encoder:\n    hiden_size: 3\n"),
+               Contains("unknown key 'model.encoder.hiden_size' in 'cfg.yaml'") &&
+                   Contains("(did you mean 'model.encoder.hidden_size'?)") && Contains("line 3"));
+  }
+  SECTION("typo at the top level") {
+    CHECK_THAT(parse_error("modle:\n  embedding_size: 3\n"),
+               Contains("unknown key 'modle'") && Contains("did you mean 'model'?"));
+  }
+  SECTION("typo in a section name") {
+    CHECK_THAT(parse_error("model:\n  encodr:\n    layers: 3\n"),
+               Contains("unknown key 'model.encodr'") && Contains("did you mean 'model.encoder'?"));
+  }
+  SECTION("right leaf, wrong section") {
+    CHECK_THAT(parse_error("model:\n  hidden_size: 3\n"),
+               Contains("unknown key 'model.hidden_size'") &&
+                   Contains("did you mean 'model.encoder.hidden_size'?"));
+    CHECK_THAT(parse_error("train:\n  beam_size: 3\n"),
+               Contains("did you mean 'decode.beam_size'?"));
+  }
+  SECTION("a short leaf gets no far-fetched suggestion") {
+    CHECK_THAT(parse_error("train:\n  lr: 0.1\n"), !Contains("did you mean"));
+  }
+  SECTION("forgotten section") {
+    CHECK_THAT(parse_error("encoder:\n  layers: 2\n"), Contains("did you mean 'model.encoder'?"));
+    CHECK_THAT(parse_error("beam_size: 2\n"), Contains("did you mean 'decode.beam_size'?"));
+  }
+  SECTION("nothing close: no suggestion") {
+    const std::string message = parse_error("model:\n  encoder:\n    frobnicate: 1\n");
+    CHECK_THAT(message, Contains("unknown key 'model.encoder.frobnicate'"));
+    CHECK_THAT(message, !Contains("did you mean"));
+  }
+  SECTION("unknown key nested below a leaf's level") {
+    CHECK_THAT(parse_error("data:\n  train:\n    src: a\n    tgt: b\n    lang: de\n"),
+               Contains("unknown key 'data.train.lang'"));
+  }
+  SECTION("dotted keys are not nested maps") {
+    CHECK_THAT(parse_error("model.encoder.layers: 3\n"),
+               Contains("unknown key 'model.encoder.layers'") && Contains("nested maps"));
+  }
+  SECTION("duplicate keys") {
+    CHECK_THAT(parse_error("threads: 1\nthreads: 2\n"), Contains("duplicate key 'threads'"));
+  }
+}
+
+TEST_CASE("config: config_keys lists every leaf once", "[config]") {
+  const auto keys = attnmt::config_keys();
+  CHECK(keys.size() == 62);
+  CHECK(keys.front() == "data.train.src");
+  CHECK(keys.back() == "device");
+  CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
+  CHECK(std::find(keys.begin(), keys.end(), "model.encoder") == keys.end());  // not a section
+  std::vector<std::string> sorted = keys;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+}
+
+TEST_CASE("config: YAML syntax errors name the line and column", "[config]") {
+  CHECK_THAT(parse_error("threads: 1\ndevice: cpu\n  bad: indent\n"),
+             StartsWith("'cfg.yaml': YAML syntax error at line 3, column 6: "));
+  CHECK_THAT(parse_error("model:\n  encoder:\n    layers: [3\n  decoder: {}\n"),
+             StartsWith("'cfg.yaml': YAML syntax error at line 4,") &&
+                 Contains("end of sequence flow not found"));
+}
+
+TEST_CASE("config: empty files and non-map documents are rejected", "[config]") {
+  CHECK_THAT(parse_error(""), Contains("'cfg.yaml': the config is empty"));
+  CHECK_THAT(parse_error("# only a comment\n"), Contains("'cfg.yaml': the config is empty"));
+  CHECK_THAT(parse_error("- a\n- b\n"),
+             Contains("'cfg.yaml': the top level must be a map") && Contains("got a list"));
+  CHECK_THAT(parse_error("just text\n"),
+             Contains("the top level must be a map") && Contains("got 'just text'"));
+  CHECK_THAT(parse_error("threads: 1\n---\nthreads: 2\n"),
+             Contains("expected one YAML document, found 2"));
+  CHECK_THAT(parse_error("model: 3\n"),
+             Contains("'cfg.yaml': model: expected a map of keys, got '3'"));
+  CHECK_THAT(parse_error("[a]: 3\n"), Contains("keys in the top level must be names"));
+  // A section with nothing under it is fine.
+  CHECK(parse_config("data:\n  test:\nmodel:\n", "cfg.yaml").data.max_length == 100);
+}
+
+TEST_CASE("config: values of the wrong type", "[config]") {
+  CHECK_THAT(parse_error("model:\n  encoder:\n    layers: abc\n"),
+             StartsWith("'cfg.yaml': model.encoder.layers: expected an integer, got 'abc'"));
+  CHECK_THAT(parse_error("model:\n  encoder:\n    layers: 2.5\n"),
+             Contains("model.encoder.layers: expected an integer, got '2.5'"));
+  CHECK_THAT(parse_error("model: {encoder: {layers: 1e3}}\n"),
+             Contains("expected an integer, got '1e3'"));
+  CHECK_THAT(parse_error("model: {encoder: {layers: 0x10}}\n"),
+             Contains("expected an integer, got '0x10'"));
+  CHECK_THAT(parse_error("train: {max_steps: 99999999999}\n"),
+             Contains("train.max_steps: expected an integer, got '99999999999'"));
+  CHECK_THAT(parse_error("train: {seed: -1}\n"),
+             Contains("train.seed: expected a non-negative integer, got '-1'"));
+  CHECK_THAT(parse_error("model: {encoder: {bidirectional: maybe}}\n"),
+             Contains("model.encoder.bidirectional: expected a boolean (true/false), got 'maybe'"));
+  CHECK_THAT(parse_error("model: {encoder: {dropout: high}}\n"),
+             Contains("model.encoder.dropout: expected a number, got 'high'"));
+  CHECK_THAT(parse_error("model: {encoder: {dropout: inf}}\n"),
+             Contains("model.encoder.dropout: expected a number, got 'inf'"));
+  CHECK_THAT(parse_error("model: {encoder: {dropout: }}\n"),
+             Contains("model.encoder.dropout: expected a number, got an empty value"));
+  CHECK_THAT(parse_error("model:\n  encoder:\n    rnn: {a: 1}\n"),
+             Contains("model.encoder.rnn: expected a string, got a map") && Contains("(line 3)"));
+  CHECK_THAT(parse_error("model: {encoder: {layers: [1, 2]}}\n"),
+             Contains("model.encoder.layers: expected an integer, got a list"));
+  CHECK_THAT(parse_error("data: {train: {src: [a.de]}}\n"),
+             Contains("data.train.src: expected a string, got a list"));
+}
+
+TEST_CASE("config: lenient where YAML is", "[config]") {
+  // yaml-cpp's booleans, signed numbers, integers for floats, plain scalars as strings.
+  const Config c = parse_config(
+      "model: {encoder: {bidirectional: No, layers: +3, dropout: 0}, tie_embeddings: ON}\n"
+      "train: {learning_rate: 2, save_dir: 2024}\n"
+      "decode: {length_penalty: .5}\n",
+      "cfg.yaml");
+  CHECK_FALSE(c.model.encoder.bidirectional);
+  CHECK(c.model.tie_embeddings);
+  CHECK(c.model.encoder.layers == 3);
+  CHECK(c.model.encoder.dropout == 0.0);
+  CHECK(c.train.learning_rate == 2.0);
+  CHECK(c.train.save_dir == "2024");
+  CHECK(c.decode.length_penalty == 0.5);
+}
+
+TEST_CASE("config: validation names the key and the value", "[config]") {
+  Config c;
+  SECTION("sizes") {
+    c.model.encoder.hidden_size = -4;
+    CHECK_THAT(validate_error(c), Equals("model.encoder.hidden_size must be > 0, got -4"));
+  }
+  SECTION("layers") {
+    c.model.decoder.layers = 0;
+    CHECK_THAT(validate_error(c), Contains("model.decoder.layers must be > 0, got 0"));
+  }
+  SECTION("dropout >= 1") {
+    c.model.encoder.dropout = 1.5;
+    CHECK_THAT(validate_error(c), Equals("model.encoder.dropout must be in [0, 1), got 1.5"));
+    c.model.encoder.dropout = 1.0;
+    CHECK_THAT(validate_error(c), Equals("model.encoder.dropout must be in [0, 1), got 1.0"));
+  }
+  SECTION("negative dropout") {
+    c.model.decoder.dropout = -0.1;
+    CHECK_THAT(validate_error(c), Equals("model.decoder.dropout must be in [0, 1), got -0.1"));
+  }
+  SECTION("NaN is out of every range") {
+    c.train.label_smoothing = std::nan("");
+    CHECK_THAT(validate_error(c), Contains("train.label_smoothing must be in [0, 1), got .nan"));
+  }
+  SECTION("beam 0") {
+    c.decode.beam_size = 0;
+    CHECK_THAT(validate_error(c), Contains("decode.beam_size must be >= 1, got 0"));
+  }
+  SECTION("n_best > beam") {
+    c.decode.n_best = 6;
+    CHECK_THAT(validate_error(c),
+               Equals("decode.n_best must be in [1, decode.beam_size=5], got 6"));
+  }
+  SECTION("enums") {
+    c.model.encoder.rnn = "rnm";
+    CHECK_THAT(validate_error(c),
+               Equals("model.encoder.rnn must be one of {lstm, gru}, got 'rnm'"));
+    c = Config();
+    c.model.decoder.style = "bahdanu";
+    CHECK_THAT(validate_error(c), Contains("model.decoder.style must be one of {luong, bahdanau}"));
+    c = Config();
+    c.tokenizer.type = "bpe";
+    CHECK_THAT(validate_error(c), Contains("tokenizer.type must be one of {sentencepiece}"));
+    c = Config();
+    c.tokenizer.model_type = "char";
+    CHECK_THAT(validate_error(c), Contains("tokenizer.model_type"));
+    c = Config();
+    c.train.optimizer = "adagrad";
+    CHECK_THAT(validate_error(c), Contains("train.optimizer must be one of {adam, sgd}"));
+    c = Config();
+    c.train.lr_schedule = "noam";
+    CHECK_THAT(validate_error(c), Contains("train.lr_schedule"));
+    c = Config();
+    c.train.valid_metric = "chrf";
+    CHECK_THAT(validate_error(c), Contains("train.valid_metric must be one of {bleu, ppl}"));
+    c = Config();
+    c.model.attention.score = "mlp";
+    CHECK_THAT(validate_error(c), Contains("model.attention.score"));
+  }
+  SECTION("attention type: only non-empty (the registry knows the names)") {
+    c.model.attention.type = "my_new_attention";
+    CHECK(validate_error(c).empty());
+    c.model.attention.type = "";
+    CHECK_THAT(validate_error(c), Contains("model.attention.type"));
+  }
+  SECTION("attention sizes") {
+    c.model.attention.window = 0;
+    CHECK_THAT(validate_error(c), Contains("model.attention.window must be >= 1"));
+    c = Config();
+    c.model.attention.heads = 0;
+    CHECK_THAT(validate_error(c), Contains("model.attention.heads must be >= 1"));
+    c = Config();
+    c.model.attention.max_area = 0;
+    CHECK_THAT(validate_error(c), Contains("model.attention.max_area must be >= 1"));
+  }
+  SECTION("tokenizer") {
+    c.tokenizer.vocab_size = 4;
+    CHECK_THAT(validate_error(c), Contains("tokenizer.vocab_size must be >= 8, got 4"));
+  }
+  SECTION("training numbers") {
+    c.train.batch_size = 0;
+    CHECK_THAT(validate_error(c), Contains("train.batch_size must be > 0"));
+    c = Config();
+    c.train.batch_tokens = -1;
+    CHECK_THAT(validate_error(c), Contains("train.batch_tokens must be >= 0"));
+    c = Config();
+    c.train.max_steps = -1;
+    CHECK_THAT(validate_error(c), Contains("train.max_steps must be >= 0"));
+    c = Config();
+    c.train.learning_rate = 0;
+    CHECK_THAT(validate_error(c), Contains("train.learning_rate must be > 0, got 0.0"));
+    c = Config();
+    c.train.lr_decay = 1.5;
+    CHECK_THAT(validate_error(c), Contains("train.lr_decay must be in (0, 1], got 1.5"));
+    c = Config();
+    c.train.label_smoothing = 1;
+    CHECK_THAT(validate_error(c), Contains("train.label_smoothing must be in [0, 1)"));
+    c = Config();
+    c.train.valid_every = 0;
+    CHECK_THAT(validate_error(c), Contains("train.valid_every must be > 0"));
+    c = Config();
+    c.train.keep_checkpoints = 0;
+    CHECK_THAT(validate_error(c), Contains("train.keep_checkpoints must be >= 1"));
+  }
+  SECTION("decoding numbers") {
+    c.decode.length_penalty = -1;
+    CHECK_THAT(validate_error(c), Contains("decode.length_penalty must be >= 0"));
+    c = Config();
+    c.decode.max_length_ratio = 0;
+    CHECK_THAT(validate_error(c), Contains("decode.max_length_ratio must be > 0"));
+    c = Config();
+    c.decode.batch_size = 0;
+    CHECK_THAT(validate_error(c), Contains("decode.batch_size must be >= 1"));
+  }
+  SECTION("runtime") {
+    c.threads = -1;
+    CHECK_THAT(validate_error(c), Contains("threads must be >= 0"));
+    for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:12"}) {
+      c = Config();
+      c.device = ok;
+      CHECK(validate_error(c).empty());
+    }
+    for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "CPU", ""}) {
+      c = Config();
+      c.device = bad;
+      CHECK_THAT(validate_error(c), Contains("device must be cpu, cuda or cuda:N"));
+    }
+  }
+}
+
+TEST_CASE("config: parse_config validates, naming the source", "[config]") {
+  CHECK_THAT(parse_error("model:\n  encoder:\n    dropout: 1.5\n"),
+             Equals("'cfg.yaml': model.encoder.dropout must be in [0, 1), got 1.5"));
+  CHECK_THAT(parse_error("threads: 1\n", {"decode.n_best=9"}),
+             Contains("decode.n_best must be in [1, decode.beam_size=5], got 9"));
+}
+
+TEST_CASE("config: check_training_inputs", "[config]") {
+  TempDir dir("inputs");
+  Config c;
+  c.train.save_dir = (dir.path / "run").string();
+  c.data.train.src = dir.file("train.de", "hallo\n");
+  c.data.train.tgt = dir.file("train.en", "hello\n");
+  c.data.valid.src = dir.file("valid.de", "hallo\n");
+  c.data.valid.tgt = dir.file("valid.en", "hello\n");
+  CHECK_NOTHROW(attnmt::check_training_inputs(c, "cfg.yaml"));
+
+  SECTION("missing required keys") {
+    Config missing = c;
+    missing.data.train.src.clear();
+    CHECK_THAT(error_of([&] { attnmt::check_training_inputs(missing, "cfg.yaml"); }),
+               Equals("'cfg.yaml': missing required key 'data.train.src'"));
+    missing = c;
+    missing.train.save_dir.clear();
+    CHECK_THAT(error_of([&] { attnmt::check_training_inputs(missing, "cfg.yaml"); }),
+               Equals("'cfg.yaml': missing required key 'train.save_dir'"));
+    missing = c;
+    missing.data.valid.tgt.clear();
+    CHECK_THAT(error_of([&] { attnmt::check_training_inputs(missing, "cfg.yaml"); }),
+               Equals("'cfg.yaml': missing required key 'data.valid.tgt'"));
+    missing = c;
+    missing.data.test.src = c.data.valid.src;
+    CHECK_THAT(error_of([&] { attnmt::check_training_inputs(missing, "cfg.yaml"); }),
+               Contains("missing required key 'data.test.tgt'"));
+  }
+  SECTION("missing files") {
+    Config bad = c;
+    const std::string nowhere = (dir.path / "nowhere.de").string();
+    bad.data.train.src = nowhere;
+    CHECK_THAT(error_of([&] { attnmt::check_training_inputs(bad, "cfg.yaml"); }),
+               Equals("data.train.src: cannot read '" + nowhere + "': No such file or directory"));
+    bad = c;
+    bad.data.test.src = c.data.valid.src;
+    bad.data.test.tgt = nowhere;
+    CHECK_THAT(error_of([&] { attnmt::check_training_inputs(bad, "cfg.yaml"); }),
+               Contains("data.test.tgt: cannot read"));
+    bad = c;
+    bad.data.valid.src = dir.path.string();
+    CHECK_THAT(error_of([&] { attnmt::check_training_inputs(bad, "cfg.yaml"); }),
+               Contains("data.valid.src: cannot read") && Contains("Is a directory"));
+  }
+  SECTION("validate_config does not need the data") { CHECK(validate_error(Config()).empty()); }
+}
+
+TEST_CASE("config: config_to_yaml round-trips exactly", "[config]") {
+  Config c = parse_config(kFullYaml, "full.yaml");
+  c.model.encoder.dropout = 0.1;
+  c.model.decoder.dropout = 0.3 - 0.2;  // not 0.1: needs all 17 digits
+  c.train.learning_rate = 3e-4;
+  c.train.min_learning_rate = 1e-7 / 3;
+  c.tokenizer.character_coverage = 1.0;
+  c.decode.length_penalty = 0.0;
+  c.train.save_dir = "runs/\"quoted\" #not a comment: yes";
+  c.data.train.src = "true";
+  c.data.train.tgt = "123";
+  c.data.valid.src = "~";
+  c.data.valid.tgt = "tab\tand\nnewline and unicode ü";
+  c.data.test.src = "";
+  c.data.test.tgt = "";
+  c.model.attention.type = "null";
+
+  const std::string yaml = attnmt::config_to_yaml(c);
+  INFO(yaml);
+  const Config back = parse_config(yaml, "roundtrip.yaml");
+  CHECK(back.model.encoder.dropout == c.model.encoder.dropout);
+  CHECK(back.model.decoder.dropout == c.model.decoder.dropout);
+  CHECK(back.train.learning_rate == c.train.learning_rate);
+  CHECK(back.train.min_learning_rate == c.train.min_learning_rate);
+  CHECK(back.tokenizer.character_coverage == 1.0);
+  CHECK(back.decode.length_penalty == 0.0);
+  CHECK(back.train.save_dir == c.train.save_dir);
+  CHECK(back.data.train.src == "true");
+  CHECK(back.data.train.tgt == "123");
+  CHECK(back.data.valid.src == "~");
+  CHECK(back.data.valid.tgt == c.data.valid.tgt);
+  CHECK(back.data.test.src.empty());
+  CHECK(back.model.attention.type == "null");
+  CHECK(back.train.seed == c.train.seed);
+  CHECK(back.device == "cuda:1");
+  // Doubles are written exactly, so equal text means equal values everywhere.
+  CHECK(attnmt::config_to_yaml(back) == yaml);
+
+  // Every key is written, in config.h's order, nested.
+  for (const auto& key : attnmt::config_keys()) {
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    CHECK_THAT(yaml, Contains(leaf + ":"));
+  }
+  CHECK_THAT(yaml, Contains("model:\n  embedding_size: 512\n  encoder:\n    rnn: \"gru\""));
+  CHECK_THAT(yaml, Contains("learning_rate: 0.0003\n"));
+  CHECK_THAT(yaml, Contains("character_coverage: 1.0"));
+  CHECK(yaml.find("data:") < yaml.find("tokenizer:"));
+  CHECK(yaml.find("decode:") < yaml.find("device:"));
+
+  // The defaults round-trip too.
+  CHECK(attnmt::config_to_yaml(parse_config(attnmt::config_to_yaml(Config()), "d.yaml")) ==
+        attnmt::config_to_yaml(Config()));
+}
+
+TEST_CASE("config: load_config_file", "[config]") {
+  TempDir dir("load");
+  SECTION("missing file") {
+    const std::string path = (dir.path / "missing.yaml").string();
+    CHECK_THAT(error_of([&] { attnmt::load_config_file(path); }),
+               Equals("cannot read config '" + path + "': No such file or directory"));
+  }
+  SECTION("a directory") {
+    CHECK_THAT(error_of([&] { attnmt::load_config_file(dir.path.string()); }),
+               Contains("Is a directory"));
+  }
+  SECTION("a file, with overrides; errors name the path") {
+    const std::string path = dir.file("cfg.yaml", "model:\n  encoder:\n    layers: 3\n");
+    const Config c = attnmt::load_config_file(path, {"model.decoder.layers=1"});
+    CHECK(c.model.encoder.layers == 3);
+    CHECK(c.model.decoder.layers == 1);
+    const std::string bad = dir.file("bad.yaml", "model:\n  encoder:\n    layer: 3\n");
+    CHECK_THAT(error_of([&] { attnmt::load_config_file(bad); }),
+               Contains("unknown key 'model.encoder.layer' in '" + bad + "'") &&
+                   Contains("did you mean 'model.encoder.layers'?"));
+  }
+  SECTION("the committed example configs load") {
+    const fs::path configs = fs::path(ATTNMT_SOURCE_DIR) / "configs";
+    if (fs::is_directory(configs)) {
+      for (const auto& entry : fs::recursive_directory_iterator(configs)) {
+        if (entry.path().extension() != ".yaml") continue;
+        INFO(entry.path());
+        CHECK_NOTHROW(attnmt::load_config_file(entry.path().string()));
+      }
+    }
+  }
+}
+
+TEST_CASE("config: doubles are written short and exact", "[config]") {
+  const double values[] = {0.0,       1.0,    0.1,  0.3 - 0.2, 3e-4,   1e-5,  1e-3 / 7,
+                           12345.678, 2.5e17, -0.5, 1e300,     5e-324, 0.9995};
+  for (double v : values) {
+    Config c;
+    c.model.attention.coverage_loss = std::abs(v);
+    const Config back = parse_config(attnmt::config_to_yaml(c), "x.yaml");
+    CHECK(back.model.attention.coverage_loss == std::abs(v));
+  }
+  Config c;
+  c.train.min_learning_rate = 1e-5;
+  c.train.learning_rate = 3e-4;
+  c.model.attention.coverage_loss = 2.5e17;
+  const std::string yaml = attnmt::config_to_yaml(c);
+  CHECK_THAT(yaml, Contains("min_learning_rate: 1e-05\n"));
+  CHECK_THAT(yaml, Contains(" learning_rate: 0.0003\n"));
+  CHECK_THAT(yaml, Contains("coverage_loss: 2.5e+17\n"));
+}
