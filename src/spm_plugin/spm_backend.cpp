@@ -1,0 +1,56 @@
+// The only file that includes SentencePiece: see data/spm_backend.h for why it is a module.
+#include "data/spm_backend.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+namespace attnmt {
+namespace {
+
+class VectorIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit VectorIterator(const std::vector<std::string>& v) : v_(v) {}
+  bool done() const override { return i_ >= v_.size(); }
+  void Next() override { ++i_; }
+  const std::string& value() const override { return v_[i_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  const std::vector<std::string>& v_;
+  size_t i_ = 0;
+};
+
+class Backend : public SpmBackend {
+ public:
+  std::string load(const std::string& model_path) override {
+    const auto status = processor_.Load(model_path);
+    return status.ok() ? std::string() : status.ToString();
+  }
+  std::string train(const std::string& args, const std::vector<std::string>& sentences) override {
+    VectorIterator it(sentences);
+    const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it);
+    return status.ok() ? std::string() : status.ToString();
+  }
+  void encode(std::string_view text, std::vector<int>* ids) const override { processor_.Encode(text, ids); }
+  void encode_pieces(std::string_view text, std::vector<std::string>* pieces) const override {
+    processor_.Encode(text, pieces);
+  }
+  std::string decode(const std::vector<int>& ids) const override {
+    std::string text;
+    processor_.Decode(ids, &text);
+    return text;
+  }
+  std::string id_to_piece(int id) const override { return processor_.IdToPiece(id); }
+  int piece_size() const override { return processor_.GetPieceSize(); }
+  std::string serialized() const override { return processor_.serialized_model_proto(); }
+
+ private:
+  sentencepiece::SentencePieceProcessor processor_;
+};
+
+}  // namespace
+}  // namespace attnmt
+
+extern "C" __attribute__((visibility("default"))) attnmt::SpmBackend* attnmt_spm_create() {
+  return new attnmt::Backend();
+}

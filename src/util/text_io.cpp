@@ -1,0 +1,144 @@
+#include "util/text_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace attnmt {
+
+size_t find_invalid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    if (c < 0x80) { ++i; continue; }
+    size_t len;
+    uint32_t cp;
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+    else return i;
+    if (i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+std::vector<std::string> read_lines(const std::string& path, const LineCheck& check) {
+  if (std::filesystem::is_directory(path)) throw InputError("cannot read '" + path + "': Is a directory");
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw InputError("cannot read '" + path + "': " + std::strerror(errno ? errno : ENOENT));
+  gzbuffer(f, 1 << 17);
+  std::vector<std::string> lines;
+  std::string line;
+  char buf[1 << 16];
+  size_t line_no = 1;
+  auto finish_line = [&](bool final_line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (auto z = line.find('\0'); z != std::string::npos) {
+      throw InputError("'" + path + "' line " + std::to_string(line_no) + ": NUL byte at byte " + std::to_string(z));
+    }
+    if (auto bad = find_invalid_utf8(line); bad != std::string::npos) {
+      throw InputError("'" + path + "' line " + std::to_string(line_no) + ": invalid UTF-8 at byte " +
+                       std::to_string(bad));
+    }
+    if (!final_line || !line.empty()) lines.push_back(std::move(line));
+    line.clear();
+    ++line_no;
+  };
+  try {
+    for (;;) {
+      const int got = gzread(f, buf, sizeof(buf));
+      if (got < 0) {
+        int err = 0;
+        std::string msg = gzerror(f, &err);
+        throw InputError("cannot read '" + path + "': " + msg + " (truncated or corrupt gzip?)");
+      }
+      if (got == 0) break;
+      const char* p = buf;
+      const char* end = buf + got;
+      while (p < end) {
+        const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+        const char* stop = nl ? nl : end;
+        line.append(p, stop);
+        if (line.size() > check.max_line_bytes) {
+          throw InputError("'" + path + "' line " + std::to_string(line_no) + ": line is longer than " +
+                           std::to_string(check.max_line_bytes) + " bytes");
+        }
+        if (!nl) break;
+        finish_line(false);
+        p = nl + 1;
+      }
+    }
+    int err = 0;
+    gzerror(f, &err);
+    if (err != Z_OK && err != Z_BUF_ERROR) throw InputError("cannot read '" + path + "': corrupt gzip stream");
+    finish_line(true);
+  } catch (...) {
+    gzclose(f);
+    throw;
+  }
+  gzclose(f);
+  return lines;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read '" + path + "': " + std::strerror(errno ? errno : ENOENT));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  auto fail = [&](const std::string& what) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw RuntimeError("cannot write '" + path + "': " + what + ": " + reason);
+  };
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) fail("open");
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      fail("write");
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync");
+  }
+  if (::close(fd) != 0) fail("close");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+  auto dir = fs::path(path).parent_path();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace attnmt

@@ -1,0 +1,173 @@
+// Attention: the seed's worked example, and properties every registered variant must have.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "attention/luong_dot.h"
+#include "attention/registry.h"
+#include "util/error.h"
+
+using namespace attnmt;
+
+namespace {
+
+AttentionMemory memory_of(const torch::Tensor& keys, const torch::Tensor& values) {
+  AttentionMemory m;
+  m.keys = keys;
+  m.values = values;
+  m.mask = torch::ones({keys.size(0), keys.size(1)}, torch::kBool);
+  m.lengths = m.mask.sum(1);
+  return m;
+}
+
+void require_close(const torch::Tensor& actual, const std::vector<std::vector<double>>& expected, double tol) {
+  REQUIRE(actual.size(0) == static_cast<int64_t>(expected.size()));
+  auto a = actual.to(torch::kDouble);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    for (size_t j = 0; j < expected[i].size(); ++j) {
+      INFO("element [" << i << "][" << j << "]");
+      REQUIRE(a[i][j].item<double>() == Approx(expected[i][j]).margin(tol));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dot attention reproduces the seed's worked example", "[attention]") {
+  // ../shared/ATTENTION.md, "A worked example to test against" (seed 002).
+  auto opts = torch::dtype(torch::kDouble);
+  auto query = torch::tensor({1.0, 0.0, 1.0, 2.0, 3.0, 1.0}, opts).view({2, 3});
+  auto value = torch::tensor({2.0, 1.0, 1.0, 1.0, 4.0, 2.0}, opts).view({1, 2, 3}).expand({2, 2, 3});
+  LuongDotAttention attention(3, 3);
+
+  auto out = attention.forward(query, memory_of(value, value), {}, 0);
+  require_close(out.weights, {{0.5, 0.5}, {3.3535013e-04, 9.9966465e-01}}, 1e-6);
+  require_close(out.context, {{1.5, 2.5, 1.5}, {1.00033535, 3.99899395, 1.99966465}}, 1e-6);
+
+  auto key = torch::tensor({1.0, 2.0, 2.0, 3.0, 1.0, 0.1}, opts).view({1, 2, 3}).expand({2, 2, 3});
+  out = attention.forward(query, memory_of(key, value), {}, 0);
+  require_close(out.weights, {{0.47502081, 0.52497919}, {0.7109495, 0.2890505}}, 1e-6);
+  require_close(out.context, {{1.47502081, 2.57493756, 1.52497919}, {1.7109495, 1.86715149, 1.2890505}}, 1e-6);
+}
+
+TEST_CASE("masked_softmax gives exactly zero to padding and sums to one", "[attention]") {
+  auto scores = torch::tensor({3.0, -1.0, 50.0, 2.0, 1.0, 0.5}, torch::kDouble).view({2, 3});
+  auto mask = torch::tensor({1, 1, 0, 1, 0, 0}, torch::kBool).view({2, 3});
+  auto w = masked_softmax(scores, mask);
+  REQUIRE(w[0][2].item<double>() == 0.0);
+  REQUIRE(w[1][1].item<double>() == 0.0);
+  REQUIRE(w[1][2].item<double>() == 0.0);
+  REQUIRE(w[1][0].item<double>() == 1.0);
+  REQUIRE(w[0][0].item<double>() == Approx(1.0 / (1.0 + std::exp(-4.0))).epsilon(1e-12));
+}
+
+TEST_CASE("an unknown attention type lists the valid names", "[attention]") {
+  AttentionConfig config;
+  config.type = "luong_genral";
+  try {
+    make_attention(config, 4, 4);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    REQUIRE(msg.find("luong_genral") != std::string::npos);
+    for (const auto& name : attention_names()) REQUIRE(msg.find(name) != std::string::npos);
+  }
+}
+
+namespace {
+
+constexpr int64_t kB = 3, kS = 6, kD = 8;
+
+struct Fixture {
+  std::shared_ptr<Attention> attention;
+  torch::Tensor memory, mask, queries;  // queries [steps, B, D]
+};
+
+Fixture make_fixture(const std::string& name, torch::Dtype dtype, uint64_t seed) {
+  torch::manual_seed(seed);
+  AttentionConfig config;
+  config.type = name;
+  config.window = 2;
+  config.heads = 2;
+  Fixture f;
+  f.attention = make_attention(config, kD, kD);
+  f.attention->to(dtype);
+  f.attention->eval();  // no noise / sampling: deterministic
+  f.memory = torch::randn({kB, kS, kD}, torch::dtype(dtype));
+  auto lengths = torch::tensor({kS, int64_t{4}, int64_t{1}}, torch::kLong);
+  f.mask = torch::arange(kS).unsqueeze(0) < lengths.unsqueeze(1);
+  f.queries = torch::randn({3, kB, kD}, torch::dtype(dtype));
+  return f;
+}
+
+// Runs all steps; returns (sum of contexts weighted by fixed coefficients, weights of each step).
+std::pair<torch::Tensor, std::vector<torch::Tensor>> run_steps(Fixture& f, const torch::Tensor& memory,
+                                                               const torch::Tensor& queries) {
+  auto mem = f.attention->prepare(memory, f.mask);
+  auto state = f.attention->initial_state(mem);
+  auto coeff = torch::linspace(-1.0, 1.0, kB * f.attention->context_size(), memory.options())
+                   .view({kB, f.attention->context_size()});
+  torch::Tensor total = torch::zeros({}, memory.options());
+  std::vector<torch::Tensor> weights;
+  for (int64_t t = 0; t < queries.size(0); ++t) {
+    auto out = f.attention->forward(queries[t], mem, state, t);
+    state = out.state;
+    total = total + (out.context * coeff).sum();
+    weights.push_back(out.weights);
+  }
+  return {total, weights};
+}
+
+}  // namespace
+
+TEST_CASE("every registered attention: shapes, normalisation, exact masking", "[attention]") {
+  for (const auto& name : attention_names()) {
+    SECTION(name) {
+      auto f = make_fixture(name, torch::kFloat, 7);
+      auto [total, weights] = run_steps(f, f.memory, f.queries);
+      for (const auto& w : weights) {
+        REQUIRE(w.sizes() == torch::IntArrayRef({kB, kS}));
+        REQUIRE(w.masked_select(f.mask.logical_not()).abs().sum().item<double>() == 0.0);
+        auto sums = w.sum(1);
+        for (int64_t b = 0; b < kB; ++b) REQUIRE(sums[b].item<double>() == Approx(1.0).margin(1e-5));
+      }
+      REQUIRE(std::isfinite(total.item<double>()));
+    }
+  }
+}
+
+TEST_CASE("every registered attention: finite-difference gradients in double", "[attention][gradcheck]") {
+  for (const auto& name : attention_names()) {
+    SECTION(name) {
+      auto f = make_fixture(name, torch::kDouble, 11);
+      auto memory = f.memory.clone().requires_grad_(true);
+      auto queries = f.queries.clone().requires_grad_(true);
+      auto [total, weights] = run_steps(f, memory, queries);
+      total.backward();
+      const double h = 1e-6;
+      auto check = [&](torch::Tensor& x, const torch::Tensor& grad, const std::string& what) {
+        auto flat = x.detach().view({-1});
+        const int64_t n = flat.numel();
+        for (int64_t k = 0; k < n; k += std::max<int64_t>(1, n / 17)) {
+          const double orig = flat[k].item<double>();
+          flat[k] = orig + h;
+          auto plus = run_steps(f, memory.detach(), queries.detach()).first.item<double>();
+          flat[k] = orig - h;
+          auto minus = run_steps(f, memory.detach(), queries.detach()).first.item<double>();
+          flat[k] = orig;
+          const double numeric = (plus - minus) / (2 * h);
+          INFO(what << " element " << k);
+          REQUIRE(grad.view({-1})[k].item<double>() == Approx(numeric).margin(1e-6).epsilon(1e-5));
+        }
+      };
+      torch::NoGradGuard no_grad;
+      check(memory, memory.grad(), "memory");
+      check(queries, queries.grad(), "query");
+      for (auto& p : f.attention->named_parameters()) {
+        INFO("parameter " << p.key());
+        auto param = p.value();
+        REQUIRE(param.grad().defined());
+        check(param, param.grad(), p.key());
+      }
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// Search against a fake step model with hand-written probabilities, and beam 1 == greedy.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <map>
+
+#include "decoding/search.h"
+#include "model/seq2seq.h"
+
+using namespace attnmt;
+
+namespace {
+
+// Vocabulary: 0 pad, 1 unk, 2 bos, 3 eos, 4 "a", 5 "b". The next-token distribution depends only
+// on the previous token (a bigram table), written by hand.
+class BigramModel : public StepModel {
+ public:
+  struct State : SearchState {
+    torch::Tensor dummy;  // [N] stands in for a recurrent state
+    void index_select(const torch::Tensor& index) override { dummy = dummy.index_select(0, index); }
+  };
+  explicit BigramModel(std::map<int64_t, std::vector<double>> table) : table_(std::move(table)) {}
+  std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor&) override {
+    auto s = std::make_unique<State>();
+    s->dummy = torch::arange(src.size(0));
+    return s;
+  }
+  StepResult step(const torch::Tensor& prev, SearchState&, bool want_attention) override {
+    const int64_t N = prev.size(0);
+    auto lp = torch::full({N, 6}, -1e9, torch::kDouble);
+    for (int64_t n = 0; n < N; ++n) {
+      const auto& probs = table_.at(prev[n].item<int64_t>());
+      for (int64_t v = 0; v < 6; ++v) {
+        if (probs[v] > 0) lp[n][v] = std::log(probs[v]);
+      }
+    }
+    StepResult r;
+    r.log_probs = lp.to(torch::kFloat);
+    if (want_attention) r.attention = torch::full({N, 2}, 0.5);
+    return r;
+  }
+  int64_t bos_id() const override { return 2; }
+  int64_t eos_id() const override { return 3; }
+  torch::Device device() const override { return torch::kCPU; }
+
+ private:
+  std::map<int64_t, std::vector<double>> table_;
+};
+
+// After bos: a 0.6, b 0.4. After a: eos 0.4, a 0.3, b 0.3. After b: eos 0.9, a 0.05, b 0.05.
+// Greedy: "a" (0.6 * 0.4 = 0.24). Best sequence: "b" (0.4 * 0.9 = 0.36).
+BigramModel garden_path() {
+  return BigramModel({{2, {0, 0, 0, 0, 0.6, 0.4}}, {4, {0, 0, 0, 0.4, 0.3, 0.3}}, {5, {0, 0, 0, 0.9, 0.05, 0.05}}});
+}
+
+torch::Tensor source(int64_t B) { return torch::full({B, 2}, 7, torch::kLong); }
+torch::Tensor lengths(int64_t B) { return torch::full({B}, 2, torch::kLong); }
+
+}  // namespace
+
+TEST_CASE("greedy search follows the local argmax", "[search]") {
+  auto model = garden_path();
+  SearchOptions options;
+  options.beam_size = 1;
+  options.length_penalty = 0;
+  auto out = greedy_search(model, source(2), lengths(2), options);
+  REQUIRE(out.size() == 2);
+  REQUIRE(out[0][0].tokens == std::vector<int64_t>{4});
+  REQUIRE(out[0][0].log_prob == Approx(std::log(0.24)).epsilon(1e-6));
+  REQUIRE(out[1][0].tokens == std::vector<int64_t>{4});
+}
+
+TEST_CASE("beam search finds the better sequence greedy misses, with exact scores", "[search]") {
+  auto model = garden_path();
+  SearchOptions options;
+  options.beam_size = 2;
+  options.n_best = 2;
+  options.length_penalty = 0;
+  auto out = beam_search(model, source(3), lengths(3), options);
+  REQUIRE(out.size() == 3);
+  for (const auto& nbest : out) {
+    REQUIRE(nbest.size() == 2);
+    REQUIRE(nbest[0].tokens == std::vector<int64_t>{5});
+    REQUIRE(nbest[0].score == Approx(std::log(0.36)).epsilon(1e-6));
+    REQUIRE(nbest[1].tokens == std::vector<int64_t>{4});
+    REQUIRE(nbest[1].score == Approx(std::log(0.24)).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("GNMT length penalty divides the log-probability", "[search]") {
+  REQUIRE(gnmt_length_penalty(2, 0.0) == 1.0);
+  REQUIRE(gnmt_length_penalty(2, 0.6) == Approx(std::pow(7.0 / 6.0, 0.6)));
+  auto model = garden_path();
+  SearchOptions options;
+  options.beam_size = 2;
+  options.length_penalty = 1.0;
+  auto out = beam_search(model, source(1), lengths(1), options);
+  // both candidates have |Y| = 2 (token + eos): lp = 7/6
+  REQUIRE(out[0][0].score == Approx(std::log(0.36) / (7.0 / 6.0)).epsilon(1e-6));
+}
+
+TEST_CASE("hypotheses stop at the maximum length", "[search]") {
+  // a always continues with a: never ends.
+  BigramModel loop({{2, {0, 0, 0, 0, 1.0, 0}}, {4, {0, 0, 0, 0, 1.0, 0}}});
+  SearchOptions options;
+  options.max_length_ratio = 1.5;  // floor(1.5 * 2) + 5 = 8 tokens
+  for (int beam : {1, 3}) {
+    options.beam_size = beam;
+    auto out = search(loop, source(1), lengths(1), options);
+    REQUIRE(out[0][0].tokens.size() == 8);
+    REQUIRE_FALSE(out[0][0].finished);
+  }
+}
+
+TEST_CASE("beam size 1 equals greedy on a real (random) model", "[search]") {
+  torch::manual_seed(3);
+  ModelConfig config;
+  config.embedding_size = 16;
+  config.encoder.hidden_size = 12;
+  config.decoder.hidden_size = 20;
+  config.encoder.layers = config.decoder.layers = 2;
+  for (const std::string style : {"luong", "bahdanau"}) {
+    config.decoder.style = style;
+    config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
+    VocabSizes vocab;
+    vocab.src = 30;
+    vocab.tgt = 25;
+    Seq2Seq model(config, vocab);
+    model->eval();
+    Seq2SeqStepModel step_model(model);
+    torch::NoGradGuard no_grad;
+    auto src = torch::randint(4, 30, {5, 7}, torch::kLong);
+    auto len = torch::tensor({7, 6, 3, 1, 5}, torch::kLong);
+    SearchOptions options;
+    options.beam_size = 1;
+    options.return_attention = true;
+    auto greedy = greedy_search(step_model, src, len, options);
+    auto beam = beam_search(step_model, src, len, options);
+    for (int b = 0; b < 5; ++b) {
+      INFO(style << " sentence " << b);
+      REQUIRE(greedy[b][0].tokens == beam[b][0].tokens);
+      REQUIRE(greedy[b][0].score == Approx(beam[b][0].score).epsilon(1e-5));
+      REQUIRE(greedy[b][0].attention.size() == beam[b][0].attention.size());
+    }
+  }
+}
+
+TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[model]") {
+  torch::manual_seed(5);
+  ModelConfig config;
+  config.embedding_size = 8;
+  config.encoder.hidden_size = 6;
+  config.decoder.hidden_size = 10;
+  for (const std::string rnn : {"lstm", "gru"}) {
+    config.encoder.rnn = config.decoder.rnn = rnn;
+    VocabSizes vocab;
+    vocab.src = 20;
+    vocab.tgt = 20;
+    Seq2Seq model(config, vocab);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    auto src = torch::randint(4, 20, {2, 5}, torch::kLong);
+    auto len = torch::tensor({5, 3}, torch::kLong);
+    auto tgt = torch::randint(4, 20, {2, 4}, torch::kLong);
+    auto logits = model->forward(src, len, tgt);  // [2, 4, V]
+    auto enc = model->encode(src, len);
+    for (int64_t t = 0; t < 4; ++t) {
+      auto step_logits = model->step(tgt.select(1, t), enc.memory, enc.state, t, nullptr);
+      REQUIRE(torch::allclose(step_logits, logits.select(1, t), 1e-5, 1e-5));
+    }
+  }
+}
