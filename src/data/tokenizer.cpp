@@ -82,7 +82,7 @@ void Tokenizer::train(const std::vector<std::string>& sentences, const std::stri
                            " --vocab_size=" + std::to_string(config.vocab_size) +
                            " --character_coverage=" + std::to_string(config.character_coverage) +
                            " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --hard_vocab_limit=false" +
-                           " --input_sentence_size=" + std::to_string(nonempty.size()) +
+                           " --input_sentence_size=0" +
                            " --shuffle_input_sentence=false --num_threads=2 --minloglevel=2";
   (void)seed;  // SentencePiece 0.1.97 has no seed option; with shuffling off, BPE training is deterministic
   if (auto error = new_backend()->train(args, nonempty); !error.empty()) {

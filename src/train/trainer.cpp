@@ -17,6 +17,7 @@
 #include "config/loader.h"
 #include "data/batcher.h"
 #include "data/corpus.h"
+#include "attention/registry.h"
 #include "data/tokenizer.h"
 #include "decoding/translator.h"
 #include "eval/metrics.h"
@@ -462,6 +463,7 @@ void Trainer::run() {
 }  // namespace
 
 void train(const TrainRequest& request) {
+  check_attention_name(request.config.model.attention.type);  // before any data is read
   check_training_inputs(request.config, request.config_source);
   Trainer trainer(request);
   trainer.run();

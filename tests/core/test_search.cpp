@@ -30,7 +30,12 @@ class BigramModel : public StepModel {
     const int64_t N = prev.size(0);
     auto lp = torch::full({N, 6}, -1e9, torch::kDouble);
     for (int64_t n = 0; n < N; ++n) {
-      const auto& probs = table_.at(prev[n].item<int64_t>());
+      const auto it = table_.find(prev[n].item<int64_t>());
+      if (it == table_.end()) {  // rows of dead beams (prev = eos): anything, it never wins
+        lp[n][3] = 0.0;
+        continue;
+      }
+      const auto& probs = it->second;
       for (int64_t v = 0; v < 6; ++v) {
         if (probs[v] > 0) lp[n][v] = std::log(probs[v]);
       }
@@ -102,7 +107,7 @@ TEST_CASE("GNMT length penalty divides the log-probability", "[search]") {
 
 TEST_CASE("hypotheses stop at the maximum length", "[search]") {
   // a always continues with a: never ends.
-  BigramModel loop({{2, {0, 0, 0, 0, 1.0, 0}}, {4, {0, 0, 0, 0, 1.0, 0}}});
+  BigramModel loop({{2, {0, 0, 0, 0, 1.0, 0}}, {4, {0, 0, 0, 0, 1.0, 0}}, {5, {0, 0, 0, 0, 1.0, 0}}});
   SearchOptions options;
   options.max_length_ratio = 1.5;  // floor(1.5 * 2) + 5 = 8 tokens
   for (int beam : {1, 3}) {
