@@ -42,8 +42,9 @@ torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& m
 }
 
 torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values) {
-  // [B, 1, S] x [B, S, Dm] -> [B, Dm]
-  return torch::bmm(weights.unsqueeze(1), values).squeeze(1);
+  // sum_i [B, S, 1] * [B, S, Dm] -> [B, Dm]. Not bmm: LibTorch's CPU bmm (and its backward)
+  // loops over the batch with one small GEMM per sentence, several times slower at these sizes.
+  return (weights.unsqueeze(2) * values).sum(1);
 }
 
 }  // namespace attnmt

@@ -5,8 +5,8 @@
 namespace attnmt {
 
 torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys) {
-  // [B, S, D] x [B, D, 1] -> [B, S]
-  return torch::bmm(keys, query.unsqueeze(2)).squeeze(2);
+  // sum_d [B, S, D] * [B, 1, D] -> [B, S] (elementwise, see weighted_sum for why not bmm)
+  return (keys * query.unsqueeze(1)).sum(2);
 }
 
 LuongDotAttention::LuongDotAttention(int64_t query_size, int64_t memory_size)

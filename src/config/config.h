@@ -86,6 +86,7 @@ struct TrainConfig {
   int patience = 0;              // stop after N validations without improvement (0 = off)
   int keep_checkpoints = 3;      // keep the last K step checkpoints (plus best.pt)
   int report_every = 100;        // log a training line every N updates
+  std::string precision = "fp32";  // fp32 | bf16 (autocast: matrix products in bfloat16, weights fp32)
   uint64_t seed = 1234;
 };
 

@@ -98,6 +98,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(train.patience),
     ATTNMT_FIELD(train.keep_checkpoints),
     ATTNMT_FIELD(train.report_every),
+    ATTNMT_FIELD(train.precision),
     ATTNMT_FIELD(train.seed),
 
     ATTNMT_FIELD(decode.beam_size),
@@ -593,6 +594,7 @@ void validate_config(const Config& c) {
                "train.min_learning_rate", ">= 0", t.min_learning_rate);
   check_int(t.valid_every > 0, "train.valid_every", "> 0", t.valid_every);
   check_one_of(t.valid_metric, "train.valid_metric", {"bleu", "ppl"});
+  check_one_of(t.precision, "train.precision", {"fp32", "bf16"});
   check_int(t.valid_beam_size >= 1, "train.valid_beam_size", ">= 1", t.valid_beam_size);
   check_int(t.patience >= 0, "train.patience", ">= 0 (0 = off)", t.patience);
   check_int(t.keep_checkpoints >= 1, "train.keep_checkpoints", ">= 1", t.keep_checkpoints);

@@ -40,14 +40,9 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
   auto h0 = torch::tanh(bridge_h_(encoded.final_h)).chunk(L, 1);  // L x [B, H]
   state.rnn.h.assign(h0.begin(), h0.end());
   if (rnn_->is_lstm()) {
-    // The encoder's cell state may be any size: bridge it the same way; GRU encoders have none,
-    // then the cell starts at zero.
-    if (encoded.final_c.defined()) {
-      auto c0 = bridge_c_(encoded.final_c).chunk(L, 1);
-      state.rnn.c.assign(c0.begin(), c0.end());
-    } else {
-      for (int64_t l = 0; l < L; ++l) state.rnn.c.push_back(torch::zeros_like(state.rnn.h[l]));
-    }
+    // The LSTM cell starts from its own bridge of the encoder's final outputs.
+    auto c0 = bridge_c_(encoded.final_h).chunk(L, 1);
+    state.rnn.c.assign(c0.begin(), c0.end());
   }
   if (luong_ && config_.decoder.input_feeding) state.feed = torch::zeros_like(state.rnn.h[0]);
   state.attention = attention_->initial_state(memory);

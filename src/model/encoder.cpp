@@ -2,61 +2,65 @@
 
 namespace attnmt {
 
-namespace rnn_utils = torch::nn::utils::rnn;
+namespace F = torch::nn::functional;
 
 EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size)
-    : config_(config),
-      output_size_(config.hidden_size * (config.bidirectional ? 2 : 1)) {
-  if (config.rnn == "lstm") {
-    lstm_ = register_module(
-        "lstm", torch::nn::LSTM(torch::nn::LSTMOptions(embedding_size, config.hidden_size)
-                                    .num_layers(config.layers)
-                                    .bidirectional(config.bidirectional)
-                                    .dropout(config.layers > 1 ? config.dropout : 0.0)
-                                    .batch_first(true)));
-  } else {
-    gru_ = register_module(
-        "gru", torch::nn::GRU(torch::nn::GRUOptions(embedding_size, config.hidden_size)
-                                  .num_layers(config.layers)
-                                  .bidirectional(config.bidirectional)
-                                  .dropout(config.layers > 1 ? config.dropout : 0.0)
-                                  .batch_first(true)));
+    : config_(config), output_size_(config.hidden_size * (config.bidirectional ? 2 : 1)) {
+  const int64_t directions = config.bidirectional ? 2 : 1;
+  for (int64_t l = 0; l < config.layers; ++l) {
+    const int64_t in = l == 0 ? embedding_size : output_size_;
+    for (int64_t d = 0; d < directions; ++d) {
+      const auto name = std::string(d == 0 ? "fwd_" : "bwd_") + std::to_string(l);
+      if (config.rnn == "lstm") {
+        lstm_.push_back(register_module(
+            name, torch::nn::LSTM(torch::nn::LSTMOptions(in, config.hidden_size).batch_first(true))));
+      } else {
+        gru_.push_back(register_module(
+            name, torch::nn::GRU(torch::nn::GRUOptions(in, config.hidden_size).batch_first(true))));
+      }
+    }
   }
 }
 
-namespace {
-// h_n [L*D, B, H] -> top layer [B, D*H]
-torch::Tensor top_layer(const torch::Tensor& h_n, bool bidirectional) {
-  if (!bidirectional) return h_n[-1];
-  return torch::cat({h_n[-2], h_n[-1]}, 1);
+torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input) {
+  if (!lstm_.empty()) return std::get<0>(lstm_[index]->forward(input));
+  return std::get<0>(gru_[index]->forward(input));
 }
-}  // namespace
 
 EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::Tensor& lengths) {
-  const auto S = embedded.size(1);
-  auto cpu_lengths = lengths.to(torch::kCPU, torch::kLong);
-  auto packed = rnn_utils::pack_padded_sequence(embedded, cpu_lengths, /*batch_first=*/true,
-                                                /*enforce_sorted=*/false);
+  const int64_t B = embedded.size(0), S = embedded.size(1);
+  auto len = lengths.to(embedded.device(), torch::kLong).unsqueeze(1);   // [B, 1]
+  auto positions = torch::arange(S, len.options()).unsqueeze(0);          // [1, S]
   EncoderOutput out;
-  torch::Tensor packed_data;  // the PackedSequence's data; batch sizes/indices are packed's own
-  if (lstm_) {
-    auto [seq, hc] = lstm_->forward_with_packed_input(packed);
-    packed_data = seq.data();
-    out.final_h = top_layer(std::get<0>(hc), config_.bidirectional);
-    out.final_c = top_layer(std::get<1>(hc), config_.bidirectional);
-  } else {
-    auto [seq, h] = gru_->forward_with_packed_input(packed);
-    packed_data = seq.data();
-    out.final_h = top_layer(h, config_.bidirectional);
+  out.mask = positions < len;                                             // [B, S]
+  // reverse[b, s] = len_b - 1 - s for real positions, s for padding: an involution.
+  auto reverse = torch::where(out.mask, len - 1 - positions, positions.expand({B, S}));
+  // As rows of the flattened [B*S, D] tensor: index_select's backward is one index_add,
+  // much cheaper on CPU than gather's with an expanded index.
+  auto flat_reverse = (reverse + torch::arange(B, len.options()).unsqueeze(1) * S).view({-1});
+  auto flip = [&](const torch::Tensor& x) {
+    return x.reshape({B * S, x.size(2)}).index_select(0, flat_reverse).view({B, S, x.size(2)});
+  };
+  auto last = (len - 1).unsqueeze(2);  // [B, 1, 1]: index of each sentence's last real token
+  const bool bi = config_.bidirectional;
+  const auto drop = F::DropoutFuncOptions().p(config_.dropout).training(is_training());
+  auto x = embedded;
+  torch::Tensor final_fwd, final_bwd;
+  for (int64_t l = 0; l < config_.layers; ++l) {
+    const size_t base = static_cast<size_t>(l) * (bi ? 2 : 1);
+    auto fwd = run(base, x);                                              // [B, S, H]
+    final_fwd = fwd.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
+    if (bi) {
+      auto bwd_reversed = run(base + 1, flip(x));                         // [B, S, H]
+      final_bwd = bwd_reversed.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
+      x = torch::cat({fwd, flip(bwd_reversed)}, 2);                       // [B, S, 2H]
+    } else {
+      x = fwd;
+    }
+    x = F::dropout(x, drop);  // between layers and on the output
   }
-  rnn_utils::PackedSequence packed_out(packed_data, packed.batch_sizes(), packed.sorted_indices(),
-                                       packed.unsorted_indices());
-  out.states = std::get<0>(rnn_utils::pad_packed_sequence(packed_out, /*batch_first=*/true,
-                                                          /*padding_value=*/0.0, /*total_length=*/S));
-  out.states = torch::nn::functional::dropout(
-      out.states, torch::nn::functional::DropoutFuncOptions().p(config_.dropout).training(is_training()));
-  auto positions = torch::arange(S, lengths.options().dtype(torch::kLong)).unsqueeze(0);
-  out.mask = positions < lengths.to(torch::kLong).unsqueeze(1);
+  out.states = x;
+  out.final_h = bi ? torch::cat({final_fwd, final_bwd}, 1) : final_fwd;
   return out;
 }
 

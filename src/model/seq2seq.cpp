@@ -64,13 +64,16 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
   const auto drop = F::DropoutFuncOptions().p(config_.decoder.dropout).training(is_training());
   // Time-major so that step t reads a contiguous [B, *] slice.
   auto embedded = F::dropout(tgt_embed_(tgt_in.t()), drop);   // [T, B, E]
-  auto gates = decoder_->project_embeddings(embedded);        // [T, B, G]: one GEMM for all steps
+  // One GEMM for all steps; unbind (not gates[t]) so that backward is one stack, not T
+  // full-size zero tensors.
+  auto gates = decoder_->project_embeddings(embedded).unbind(0);  // T x [B, G]
+  auto embedded_t = embedded.unbind(0);                           // T x [B, E]
   const int64_t T = tgt_in.size(1);
   std::vector<torch::Tensor> outputs, weights;
   outputs.reserve(T);
   for (int64_t t = 0; t < T; ++t) {
     torch::Tensor w;
-    outputs.push_back(decoder_->step(gates[t], embedded[t], enc.memory, enc.state, t,
+    outputs.push_back(decoder_->step(gates[t], embedded_t[t], enc.memory, enc.state, t,
                                      attention ? &w : nullptr));
     if (attention) weights.push_back(w);
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ATen/autocast_mode.h>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -68,6 +69,28 @@ class SaveDirLock {
  private:
   std::string path_;
   int fd_ = -1;
+};
+
+// train.precision: bf16 — CPU autocast for the forward pass: matrix products run in bfloat16
+// (oneDNN kernels on CPUs with AVX512-BF16/AMX), parameters, optimizer state and the loss stay
+// fp32. The cast weights are cached for one forward pass and dropped afterwards.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  }
+  ~AutocastScope() { end(); }
+  void end() {
+    if (!enabled_) return;
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();  // the autograd graph keeps what backward needs
+    enabled_ = false;
+  }
+
+ private:
+  bool enabled_;
 };
 
 struct BatchTensors {
@@ -241,7 +264,9 @@ void Trainer::restore_or_start() {
 bool Trainer::update(const std::vector<size_t>& ids) {
   auto batch = make_batch(train_.examples, ids, device_);
   optimizer_->zero_grad();
-  auto logits = model_->forward(batch.src, batch.lengths, batch.tgt_in);
+  AutocastScope autocast(cfg_.train.precision == "bf16");
+  auto logits = model_->forward(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
+  autocast.end();
   auto loss = sequence_loss(logits, batch.tgt_out, Tokenizer::kPad, cfg_.train.label_smoothing);
   auto objective = loss.loss / static_cast<double>(loss.tokens);
   if (auto aux = model_->decoder()->attention().take_auxiliary_loss(); aux.defined()) {
