@@ -35,11 +35,8 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
   out.mask = positions < len;                                             // [B, S]
   // reverse[b, s] = len_b - 1 - s for real positions, s for padding: an involution.
   auto reverse = torch::where(out.mask, len - 1 - positions, positions.expand({B, S}));
-  // As rows of the flattened [B*S, D] tensor: index_select's backward is one index_add,
-  // much cheaper on CPU than gather's with an expanded index.
-  auto flat_reverse = (reverse + torch::arange(B, len.options()).unsqueeze(1) * S).view({-1});
   auto flip = [&](const torch::Tensor& x) {
-    return x.reshape({B * S, x.size(2)}).index_select(0, flat_reverse).view({B, S, x.size(2)});
+    return x.gather(1, reverse.unsqueeze(2).expand({B, S, x.size(2)}));
   };
   auto last = (len - 1).unsqueeze(2);  // [B, 1, 1]: index of each sentence's last real token
   const bool bi = config_.bidirectional;
