@@ -16,8 +16,8 @@ fi
 mkdir -p "$save_dir/test"
 zcat data/multi30k/test_2016_flickr.de.gz > "$save_dir/test/src.de"
 zcat data/multi30k/test_2016_flickr.en.gz > "$save_dir/test/ref.en"
-start=$(date +%s.%N)
+start=$(date +%s%N)
 build/attnmt translate --model "$save_dir" --input "$save_dir/test/src.de" --output "$save_dir/test/hyp.en" --beam-size 5
-end=$(date +%s.%N)
-echo "translated $(wc -l < "$save_dir/test/src.de") sentences in $(echo "$end - $start" | bc) s"
+end=$(date +%s%N)
+echo "translated $(wc -l < "$save_dir/test/src.de") sentences in $(( (end - start) / 1000000 )) ms (beam 5)"
 build/attnmt score --ref "$save_dir/test/ref.en" --hyp "$save_dir/test/hyp.en"
