@@ -53,8 +53,9 @@ class Attention : public torch::nn::Module {
   // Size of the context vector this variant returns.
   virtual int64_t context_size() const { return memory_size_; }
   // An extra training loss term accumulated since the last call (coverage loss, REINFORCE...);
-  // undefined when the variant has none. Called once per batch by the trainer.
-  virtual torch::Tensor take_auxiliary_loss() { return {}; }
+  // undefined when the variant has none. Called once per batch by the trainer, after the forward
+  // pass, with the log-likelihood of each sentence's target [B] (detached; REINFORCE's reward).
+  virtual torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) { return {}; }
 
  protected:
   Attention(int64_t query_size, int64_t memory_size)

@@ -19,4 +19,9 @@ std::vector<std::string> attention_names();
 // InputError "unknown model.attention.type 'x' (valid: a, b, ...)" unless the name is registered.
 void check_attention_name(const std::string& name);
 
+// Builds, once, the attention a model of this config would get (decoder hidden size as the query,
+// encoder output as the memory), so that a bad combination (unknown name, a dot score on unequal
+// sizes, heads that do not divide, coverage on a non-additive score) fails before any data is read.
+void check_attention(const ModelConfig& model);
+
 }  // namespace attnmt

@@ -68,14 +68,13 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     const auto& dc = loaded.config.decode;
     const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
     torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
-    TranslateOptions options;
-    options.search.beam_size = o->beam_size > 0 ? o->beam_size : dc.beam_size;
-    options.search.n_best = o->n_best > 0 ? o->n_best : dc.n_best;
-    options.search.length_penalty = o->length_penalty >= 0 ? o->length_penalty : dc.length_penalty;
-    options.search.coverage_penalty = dc.coverage_penalty;
-    options.search.max_length_ratio = o->max_length_ratio > 0 ? o->max_length_ratio : dc.max_length_ratio;
+    TranslateOptions options = translate_options(dc);
+    if (o->beam_size > 0) options.search.beam_size = o->beam_size;
+    if (o->n_best > 0) options.search.n_best = o->n_best;
+    if (o->length_penalty >= 0) options.search.length_penalty = o->length_penalty;
+    if (o->max_length_ratio > 0) options.search.max_length_ratio = o->max_length_ratio;
     options.search.return_attention = !o->attention_out.empty();
-    options.batch_size = o->batch_size > 0 ? o->batch_size : dc.batch_size;
+    if (o->batch_size > 0) options.batch_size = o->batch_size;
     if (options.search.n_best > options.search.beam_size) {
       throw InputError("--n-best (" + std::to_string(options.search.n_best) + ") cannot exceed the beam size (" +
                        std::to_string(options.search.beam_size) + ")");

@@ -50,7 +50,8 @@ struct AttentionConfig {
   std::string type = "luong_general";  // one of the registered names (attention/registry.cpp)
   int hidden_size = 0;        // additive/concat scores: size of the tanh layer (0 = decoder size)
   int window = 10;            // local_m / local_p: half-width D of the window
-  std::string score = "general";  // local_m / local_p: dot | general | concat
+  std::string score = "general";  // local_m / local_p / forced_forward: dot | scaled_dot | general | concat
+  int max_positions = 128;    // luong_location: source positions with their own score (longer share the last)
   bool hard_decode = true;    // monotonic / hard: hard (one-hot) attention when decoding
   int heads = 4;              // multi_head: number of heads
   int max_area = 3;           // area: maximal span length A
@@ -72,6 +73,7 @@ struct TrainConfig {
   int batch_tokens = 0;          // if > 0: batches hold up to this many target tokens
   int max_steps = 0;             // stop after this many updates (0 = no limit)
   int max_epochs = 0;            // stop after this many epochs (0 = no limit)
+  double max_minutes = 0;        // stop after this much wall-clock training time, validation included (0 = no limit)
   std::string optimizer = "adam";  // adam | sgd
   double learning_rate = 1e-3;
   double clip_norm = 5.0;        // global gradient-norm clipping (0 = off)

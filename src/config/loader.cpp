@@ -72,6 +72,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.attention.hidden_size),
     ATTNMT_FIELD(model.attention.window),
     ATTNMT_FIELD(model.attention.score),
+    ATTNMT_FIELD(model.attention.max_positions),
     ATTNMT_FIELD(model.attention.hard_decode),
     ATTNMT_FIELD(model.attention.heads),
     ATTNMT_FIELD(model.attention.max_area),
@@ -84,6 +85,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(train.batch_tokens),
     ATTNMT_FIELD(train.max_steps),
     ATTNMT_FIELD(train.max_epochs),
+    ATTNMT_FIELD(train.max_minutes),
     ATTNMT_FIELD(train.optimizer),
     ATTNMT_FIELD(train.learning_rate),
     ATTNMT_FIELD(train.clip_norm),
@@ -568,7 +570,9 @@ void validate_config(const Config& c) {
   check_int(m.attention.hidden_size >= 0, "model.attention.hidden_size", ">= 0 (0 = decoder size)",
             m.attention.hidden_size);
   check_int(m.attention.window >= 1, "model.attention.window", ">= 1", m.attention.window);
-  check_one_of(m.attention.score, "model.attention.score", {"dot", "general", "concat"});
+  check_one_of(m.attention.score, "model.attention.score", {"dot", "scaled_dot", "general", "concat"});
+  check_int(m.attention.max_positions >= 1, "model.attention.max_positions", ">= 1",
+            m.attention.max_positions);
   check_int(m.attention.heads >= 1, "model.attention.heads", ">= 1", m.attention.heads);
   check_int(m.attention.max_area >= 1, "model.attention.max_area", ">= 1", m.attention.max_area);
   check_double(m.attention.coverage_loss >= 0 && std::isfinite(m.attention.coverage_loss),
@@ -580,6 +584,8 @@ void validate_config(const Config& c) {
             t.batch_tokens);
   check_int(t.max_steps >= 0, "train.max_steps", ">= 0 (0 = no limit)", t.max_steps);
   check_int(t.max_epochs >= 0, "train.max_epochs", ">= 0 (0 = no limit)", t.max_epochs);
+  check_double(t.max_minutes >= 0 && std::isfinite(t.max_minutes), "train.max_minutes",
+               ">= 0 (0 = no limit)", t.max_minutes);
   check_one_of(t.optimizer, "train.optimizer", {"adam", "sgd"});
   check_double(t.learning_rate > 0 && std::isfinite(t.learning_rate), "train.learning_rate", "> 0",
                t.learning_rate);

@@ -7,6 +7,17 @@
 
 namespace attnmt {
 
+TranslateOptions translate_options(const DecodeConfig& decode) {
+  TranslateOptions options;
+  options.search.beam_size = decode.beam_size;
+  options.search.n_best = decode.n_best;
+  options.search.length_penalty = decode.length_penalty;
+  options.search.coverage_penalty = decode.coverage_penalty;
+  options.search.max_length_ratio = decode.max_length_ratio;
+  options.batch_size = decode.batch_size;
+  return options;
+}
+
 std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,
                                                       const std::vector<std::string>& lines,
                                                       const TranslateOptions& options) {

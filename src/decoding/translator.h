@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "data/tokenizer.h"
 #include "decoding/search.h"
 #include "decoding/step_model.h"
@@ -23,6 +24,9 @@ struct Translation {
   double score = 0;
   std::vector<std::vector<float>> attention;  // [tgt_pieces][src_pieces], if requested
 };
+
+// The decode.* section of a config as options (n-best, beam, penalties, length ratio, batch).
+TranslateOptions translate_options(const DecodeConfig& decode);
 
 // One n-best list per input line.
 std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,

@@ -19,6 +19,7 @@ LossResult sequence_loss(const torch::Tensor& logits, const torch::Tensor& targe
     r.loss = nll_sum;
   }
   r.nll_sum = nll_sum.item<double>();
+  r.sentence_nll = nll.sum(1).detach();
   r.tokens = mask.sum().item<int64_t>();
   return r;
 }

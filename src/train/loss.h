@@ -10,6 +10,7 @@ struct LossResult {
   torch::Tensor loss;  // scalar: smoothed loss summed over real tokens (for backward)
   double nll_sum = 0;  // sum of -log p(y) over real tokens (for perplexity)
   int64_t tokens = 0;  // real target tokens
+  torch::Tensor sentence_nll;  // [B] sum of -log p(y) per sentence, detached
 };
 
 // logits [B, T, V], target [B, T] with pad_id where there is no token.

@@ -174,6 +174,7 @@ class Trainer {
   ValidResult validate();
   void after_validation(const ValidResult& v);
   void save_step_checkpoint();
+  void evaluate_test();
   bool should_stop() const;
 
   TrainRequest req_;
@@ -269,7 +270,7 @@ bool Trainer::update(const std::vector<size_t>& ids) {
   autocast.end();
   auto loss = sequence_loss(logits, batch.tgt_out, Tokenizer::kPad, cfg_.train.label_smoothing);
   auto objective = loss.loss / static_cast<double>(loss.tokens);
-  if (auto aux = model_->decoder()->attention().take_auxiliary_loss(); aux.defined()) {
+  if (auto aux = model_->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll); aux.defined()) {
     objective = objective + aux / static_cast<double>(loss.tokens);
   }
   const double value = objective.item<double>();
@@ -304,11 +305,9 @@ ValidResult Trainer::validate() {
   r.ppl = std::exp(nll / std::max<int64_t>(tokens, 1));
   if (cfg_.train.valid_metric == "bleu") {
     Seq2SeqStepModel step_model(model_);
-    TranslateOptions options;
+    TranslateOptions options = translate_options(cfg_.decode);
     options.search.beam_size = cfg_.train.valid_beam_size;
-    options.search.length_penalty = cfg_.decode.length_penalty;
-    options.search.max_length_ratio = cfg_.decode.max_length_ratio;
-    options.batch_size = cfg_.decode.batch_size;
+    options.search.n_best = 1;
     auto translations = translate_lines(step_model, tokenizers_, valid_text_.src, options);
     std::vector<std::string> hyps;
     hyps.reserve(translations.size());
@@ -379,10 +378,41 @@ void Trainer::save_step_checkpoint() {
   spdlog::debug("[train] saved '{}'", path);
 }
 
+// data.test, when set: the best checkpoint translated with the decode.* settings and scored;
+// the output goes to SAVE_DIR/test.hyp, the scores to the log and log.jsonl.
+void Trainer::evaluate_test() {
+  if (cfg_.data.test.src.empty()) return;
+  const auto test = read_parallel(cfg_.data.test, "test");
+  const auto best = (fs::path(cfg_.train.save_dir) / "best.pt").string();
+  if (fs::exists(best)) load_checkpoint_state(best, model_, nullptr, /*restore_rng=*/false);
+  model_->eval();
+  Seq2SeqStepModel step_model(model_);
+  TranslateOptions options = translate_options(cfg_.decode);
+  options.search.n_best = 1;
+  const auto start = std::chrono::steady_clock::now();
+  auto translations = translate_lines(step_model, tokenizers_, test.src, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<std::string> hyps;
+  std::string text;
+  for (auto& t : translations) {
+    hyps.push_back(t.front().text);
+    text += hyps.back() + '\n';
+  }
+  write_file_atomic((fs::path(cfg_.train.save_dir) / "test.hyp").string(), text);
+  const double bleu = corpus_bleu(hyps, test.tgt).score;
+  const double chrf = corpus_chrf(hyps, test.tgt).score;
+  spdlog::info("[test] '{}': BLEU {:.2f}, chrF {:.2f} (beam {}, {} sentences in {:.1f}s) -> {}/test.hyp",
+               cfg_.data.test.src, bleu, chrf, options.search.beam_size, hyps.size(), seconds, cfg_.train.save_dir);
+  log_->write({{"type", "test"}, {"step", progress_.step}, {"test_bleu", bleu}, {"test_chrf", chrf},
+               {"beam_size", options.search.beam_size}, {"sentences", hyps.size()},
+               {"decode_seconds", seconds}, {"checkpoint", fs::exists(best) ? best : std::string("last")}});
+}
+
 bool Trainer::should_stop() const {
   if (early_stopped_) return true;
   if (cfg_.train.max_steps > 0 && progress_.step >= cfg_.train.max_steps) return true;
   if (cfg_.train.max_epochs > 0 && progress_.epoch >= cfg_.train.max_epochs) return true;
+  if (cfg_.train.max_minutes > 0 && progress_.train_seconds >= 60.0 * cfg_.train.max_minutes) return true;
   return false;
 }
 
@@ -452,6 +482,7 @@ void Trainer::train_loop() {
   spdlog::info("[train] finished at step {} (epoch {}), {:.0f}s of training, best valid {} {:.2f}", progress_.step,
                progress_.epoch, progress_.train_seconds, cfg_.train.valid_metric,
                cfg_.train.valid_metric == "bleu" ? progress_.best_score : -progress_.best_score);
+  evaluate_test();
 }
 
 void Trainer::run() {
@@ -469,8 +500,14 @@ void Trainer::run() {
   restore_or_start();
   write_file_atomic((fs::path(cfg_.train.save_dir) / "config.yaml").string(), config_to_yaml(cfg_));
   log_ = std::make_unique<JsonLog>((fs::path(cfg_.train.save_dir) / "log.jsonl").string());
+  const auto batches_per_epoch =
+      make_batches(train_.examples, cfg_.train.batch_size, cfg_.train.batch_tokens, true, cfg_.train.seed, 0).size();
   spdlog::info("[train] {} threads, device {}, {} batches per epoch", torch::get_num_threads(), device_.str(),
-               make_batches(train_.examples, cfg_.train.batch_size, cfg_.train.batch_tokens, true, cfg_.train.seed, 0).size());
+               batches_per_epoch);
+  log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
+               {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
+               {"threads", torch::get_num_threads()}, {"device", device_.str()},
+               {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume}});
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
@@ -488,7 +525,7 @@ void Trainer::run() {
 }  // namespace
 
 void train(const TrainRequest& request) {
-  check_attention_name(request.config.model.attention.type);  // before any data is read
+  check_attention(request.config.model);  // before any data is read
   check_training_inputs(request.config, request.config_source);
   Trainer trainer(request);
   trainer.run();

@@ -319,7 +319,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 63);  // one per field of config.h
+  CHECK(keys.size() == 65);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -486,6 +486,12 @@ TEST_CASE("config: validation names the key and the value", "[config]") {
     c = Config();
     c.train.max_steps = -1;
     CHECK_THAT(validate_error(c), Contains("train.max_steps must be >= 0"));
+    c = Config();
+    c.train.max_minutes = -0.5;
+    CHECK_THAT(validate_error(c), Contains("train.max_minutes must be >= 0 (0 = no limit), got -0.5"));
+    c = Config();
+    c.model.attention.max_positions = 0;
+    CHECK_THAT(validate_error(c), Contains("model.attention.max_positions must be >= 1"));
     c = Config();
     c.train.learning_rate = 0;
     CHECK_THAT(validate_error(c), Contains("train.learning_rate must be > 0, got 0.0"));

@@ -76,15 +76,32 @@ void write(const fs::path& path, const std::string& text) {
 TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them", "[e2e]") {
   auto dir = temp_dir("overfit");
   write(dir / "config.yaml", tiny_config(dir / "model", 900));
-  auto train = run("train " + (dir / "config.yaml").string());
+  const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
+  const std::string ref = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.en";
+  // data.test: translated (beam from decode.*) and scored at the end of training.
+  auto train = run("train " + (dir / "config.yaml").string() + " --set data.test.src=" + src +
+                   " --set data.test.tgt=" + ref);
   INFO(train.output);
   REQUIRE(train.status == 0);
   REQUIRE(fs::exists(dir / "model" / "best.pt"));
   REQUIRE(fs::exists(dir / "model" / "log.jsonl"));
   REQUIRE(fs::exists(dir / "model" / "config.yaml"));
+  REQUIRE(train.output.find("[test]") != std::string::npos);
+  {
+    auto test_hyps = attnmt::read_lines((dir / "model" / "test.hyp").string());
+    const double test_bleu = attnmt::corpus_bleu(test_hyps, attnmt::read_lines(ref)).score;
+    REQUIRE(test_bleu > 90.0);
+    std::string last_log;
+    for (const auto& line : attnmt::read_lines((dir / "model" / "log.jsonl").string())) {
+      if (line.find("\"type\":\"test\"") != std::string::npos) last_log = line;
+    }
+    INFO(last_log);
+    REQUIRE(last_log.find("\"beam_size\":3") != std::string::npos);
+    std::ostringstream expected;
+    expected << "\"test_bleu\":" << test_bleu;
+    REQUIRE(last_log.find(expected.str().substr(0, 16)) != std::string::npos);
+  }
 
-  const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
-  const std::string ref = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.en";
   auto tr = run("translate --model " + (dir / "model").string() + " --input " + src + " --output " +
                 (dir / "hyp.en").string() + " --attention-out " + (dir / "att.jsonl").string());
   INFO(tr.output);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "attention/registry.h"
 #include "decoding/search.h"
 #include "model/seq2seq.h"
 
@@ -173,6 +174,64 @@ TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[
     for (int64_t t = 0; t < 4; ++t) {
       auto step_logits = model->step(tgt.select(1, t), enc.memory, enc.state, t, nullptr);
       REQUIRE(torch::allclose(step_logits, logits.select(1, t), 1e-5, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("every attention inside a model: beam search scores equal teacher-forced rescoring",
+          "[search][attention]") {
+  // Beam search expands, reorders and prunes the attention's per-step state (coverage, previous
+  // alignment, running sums); if any of that went wrong, a hypothesis' score would differ from
+  // the log-probability the model gives its tokens when fed them all at once.
+  for (const auto& name : attention_names()) {
+    SECTION(name) {
+      torch::manual_seed(21);
+      ModelConfig config;
+      config.embedding_size = 8;
+      config.encoder.hidden_size = 6;  // bidirectional: 12 = decoder size (dot scores)
+      config.decoder.hidden_size = 12;
+      config.encoder.layers = config.decoder.layers = 1;
+      config.decoder.style = name == "bahdanau" ? "bahdanau" : "luong";
+      config.attention.type = name;
+      config.attention.window = 2;
+      config.attention.heads = 2;
+      config.attention.max_area = 2;
+      config.attention.max_positions = 4;
+      VocabSizes vocab;
+      vocab.src = 20;
+      vocab.tgt = 20;
+      Seq2Seq model(config, vocab);
+      model->eval();
+      Seq2SeqStepModel step_model(model);
+      torch::NoGradGuard no_grad;
+      auto src = torch::randint(4, 20, {3, 6}, torch::kLong);
+      auto len = torch::tensor({6, 4, 2}, torch::kLong);
+      SearchOptions options;
+      options.beam_size = 4;
+      options.n_best = 4;
+      options.length_penalty = 0.0;
+      options.max_length_ratio = 1.5;
+      auto beams = beam_search(step_model, src, len, options);
+      for (int64_t b = 0; b < 3; ++b) {
+        REQUIRE_FALSE(beams[b].empty());
+        for (const auto& hyp : beams[b]) {
+          std::vector<int64_t> out = hyp.tokens;
+          if (hyp.finished) out.push_back(step_model.eos_id());
+          std::vector<int64_t> in = {step_model.bos_id()};
+          in.insert(in.end(), out.begin(), out.end() - 1);
+          const auto n = static_cast<int64_t>(out.size());
+          auto logits = model->forward(src.narrow(0, b, 1).narrow(1, 0, len[b].item<int64_t>()), len.narrow(0, b, 1),
+                                       torch::tensor(in, torch::kLong).view({1, n}));
+          auto log_probs = logits.log_softmax(-1)[0].gather(1, torch::tensor(out, torch::kLong).view({n, 1}));
+          INFO("sentence " << b);
+          REQUIRE(hyp.log_prob == Approx(log_probs.sum().item<double>()).margin(1e-4));
+          REQUIRE(hyp.score == Approx(hyp.log_prob).margin(1e-9));
+        }
+      }
+      options.beam_size = options.n_best = 1;
+      auto greedy = greedy_search(step_model, src, len, options);
+      auto beam1 = beam_search(step_model, src, len, options);
+      for (int64_t b = 0; b < 3; ++b) REQUIRE(greedy[b][0].tokens == beam1[b][0].tokens);
     }
   }
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Trains every attention variant's config in configs/multi30k_de_en/ (each with the default
+# config's budget: train.max_minutes) and writes the comparison table to docs/attention_results.md:
+# variant, BLEU and chrF on test_2016_flickr (beam 5, computed by `attnmt train` at the end of
+# training from data.test), best valid perplexity, parameters, training target tokens/s (median of
+# the run's report lines), steps and wall time. A config whose save dir already holds a finished
+# run (a "test" line in log.jsonl) is not trained again, so the script can be stopped and re-run.
+#   scripts/train_attention_zoo.sh [NAME ...]     (default: every config but default/quickstart)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+scripts/build.sh --target attnmt
+export OMP_WAIT_POLICY=PASSIVE
+command -v python3 >/dev/null || { echo "train_attention_zoo.sh: python3 is needed for the table" >&2; exit 2; }
+
+if (($#)); then names=("$@"); else
+  names=()
+  for f in configs/multi30k_de_en/*.yaml; do
+    n=$(basename "$f" .yaml)
+    [[ $n == default || $n == quickstart ]] || names+=("$n")
+  done
+fi
+for n in "${names[@]}"; do
+  dir=runs/multi30k_de_en/$n
+  if [ -f "$dir/log.jsonl" ] && grep -q '"type":"test"' "$dir/log.jsonl"; then
+    echo "[zoo] $n: already trained"
+    continue
+  fi
+  echo "[zoo] $n: training ($(date +%H:%M))"
+  resume=(); ls "$dir"/ckpt.*.pt >/dev/null 2>&1 && resume=(--resume)
+  build/attnmt train "configs/multi30k_de_en/$n.yaml" "${resume[@]}" > "runs/zoo_$n.log" 2>&1 ||
+    echo "[zoo] $n: training failed, see runs/zoo_$n.log"
+done
+
+python3 - "${names[@]}" <<'PY'
+import json, os, statistics, sys
+rows = []
+for name in sys.argv[1:]:
+    path = f"runs/multi30k_de_en/{name}/log.jsonl"
+    if not os.path.exists(path):
+        continue
+    recs = [json.loads(l) for l in open(path) if l.strip()]
+    start = next((r for r in recs if r["type"] == "start"), {})
+    train = [r for r in recs if r["type"] == "train"]
+    valid = [r for r in recs if r["type"] == "valid"]
+    test = [r for r in recs if r["type"] == "test"]
+    best = [r for r in valid if r.get("best")]
+    rows.append({
+        "variant": name, "attention": start.get("attention", "?"),
+        "decoder": start.get("decoder_style", "?"),
+        "bleu": test[-1]["test_bleu"] if test else None, "chrf": test[-1]["test_chrf"] if test else None,
+        "valid_ppl": best[-1]["valid_ppl"] if best else None,
+        "params": start.get("parameters"),
+        "tok_s": statistics.median(r["tgt_tokens_per_sec"] for r in train) if train else None,
+        "steps": train[-1]["step"] if train else 0,
+        "minutes": (valid[-1]["elapsed"] / 60) if valid else None,
+    })
+fmt = lambda v, f: "–" if v is None else format(v, f)
+lines = ["| variant | attention | decoder | BLEU | chrF | valid ppl | parameters | train tgt tok/s | steps | minutes |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+for r in sorted(rows, key=lambda r: -(r["bleu"] or -1)):
+    lines.append(f"| {r['variant']} | `{r['attention']}` | {r['decoder']} | {fmt(r['bleu'], '.2f')} | "
+                 f"{fmt(r['chrf'], '.2f')} | {fmt(r['valid_ppl'], '.2f')} | {fmt(r['params'], ',')} | "
+                 f"{fmt(r['tok_s'], '.0f')} | {r['steps']} | {fmt(r['minutes'], '.1f')} |")
+table = "\n".join(lines)
+print(table)
+with open("docs/attention_results.md", "w") as f:
+    f.write("# Attention variants on Multi30k de→en (test_2016_flickr, beam 5)\n\n"
+            "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`.\n\n" + table + "\n")
+PY

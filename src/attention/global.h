@@ -1,0 +1,38 @@
+// Global attention (Luong et al., 2015, section 3.1; Bahdanau et al., 2015, A.1.2):
+//   alpha_t = masked_softmax(score(q_t, h_.)),  c_t = sum_i alpha_{t,i} h_i,
+// over every source position, with any score of score.h. The registry makes the names
+//   bahdanau, luong_concat  (concat/additive), luong_dot (dot), luong_general (general),
+//   scaled_dot (dot / sqrt(d))
+// from this one class: they differ only in the score, and in the decoder style their configs pair
+// them with (decoder.style: bahdanau for bahdanau).
+//
+// Coverage (model.attention.coverage, concat scores only; See et al., 2017, section 2.2):
+//   cov_t = sum_{t'<t} alpha_{t'} is the per-step state (reordered with the beams), the score gets
+//   the term w_c cov_{t,i}, and with model.attention.coverage_loss = lambda > 0 training adds
+//   lambda * sum_t sum_i min(alpha_{t,i}, cov_{t,i}). Choice: the loss is summed over every decoder
+//   step of the batch, padded target steps included (the attention module does not see the
+//   target mask); the trainer divides it by the batch's target tokens like the cross-entropy.
+#pragma once
+#include "attention/attention.h"
+#include "attention/score.h"
+#include "config/config.h"
+
+namespace attnmt {
+
+class GlobalAttention : public Attention {
+ public:
+  GlobalAttention(ScoreKind kind, const AttentionConfig& config, int64_t query_size, int64_t memory_size);
+  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
+  AttentionState initial_state(const AttentionMemory& memory) const override;
+  AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
+                          const AttentionState& state, int64_t step) override;
+  torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) override;
+
+ private:
+  ScoreFunction score_;
+  bool coverage_;
+  double coverage_loss_weight_;
+  torch::Tensor coverage_loss_;  // accumulated since the last take_auxiliary_loss() (training)
+};
+
+}  // namespace attnmt

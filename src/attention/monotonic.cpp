@@ -1,0 +1,77 @@
+#include "attention/monotonic.h"
+
+#include <cmath>
+
+namespace attnmt {
+
+namespace {
+constexpr double kInitialBias = -4.0;  // r
+constexpr double kNoiseStd = 1.0;      // pre-sigmoid noise while training
+constexpr double kTiny = 1e-10;        // clamp of the cumulative product
+}  // namespace
+
+torch::Tensor monotonic_expected_alignment(const torch::Tensor& p, const torch::Tensor& previous) {
+  // cumprod_excl(1 - p)_i = prod_{k<i} (1 - p_k), in log space.
+  auto log_keep = torch::log((1.0 - p).clamp(kTiny, 1.0));                     // [B, S]
+  auto log_cumprod = torch::cumsum(log_keep, 1) - log_keep;                     // exclusive
+  auto cumprod = torch::exp(log_cumprod);
+  return p * cumprod * torch::cumsum(previous / cumprod.clamp(kTiny, 1.0), 1);  // [B, S]
+}
+
+MonotonicAttention::MonotonicAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
+    : Attention(query_size, memory_size), hard_decode_(config.hard_decode) {
+  const int64_t A = config.hidden_size > 0 ? config.hidden_size : query_size;
+  w_ = register_module("w", torch::nn::Linear(query_size, A));
+  u_ = register_module("u", torch::nn::Linear(torch::nn::LinearOptions(memory_size, A).bias(false)));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(A));
+  v_ = register_parameter("v", torch::empty({A}).uniform_(-bound, bound));
+  g_ = register_parameter("g", torch::full({1}, bound));
+  r_ = register_parameter("r", torch::full({1}, kInitialBias));
+}
+
+AttentionMemory MonotonicAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
+  auto m = Attention::prepare(memory, mask);
+  m.keys = u_(memory);  // [B, S, A]: U h_i, once per batch
+  return m;
+}
+
+AttentionState MonotonicAttention::initial_state(const AttentionMemory& memory) const {
+  auto alpha0 = torch::zeros(memory.mask.sizes(), memory.values.options());
+  alpha0.select(1, 0).fill_(1.0);  // one-hot at the first position
+  return {{alpha0}};
+}
+
+torch::Tensor MonotonicAttention::energy(const torch::Tensor& query, const AttentionMemory& memory) {
+  auto hidden = torch::tanh(memory.keys + w_(query).unsqueeze(1));  // [B, S, A]
+  return torch::matmul(hidden, v_ / v_.norm()) * g_ + r_;           // [B, S]
+}
+
+torch::Tensor MonotonicAttention::selection_probabilities(const torch::Tensor& query, const AttentionMemory& memory) {
+  return torch::sigmoid(energy(query, memory)).masked_fill(memory.mask.logical_not(), 0.0);
+}
+
+AttentionOutput MonotonicAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
+                                            const AttentionState& state, int64_t /*step*/) {
+  const auto& previous = state.tensors.at(0);  // alpha_{t-1} [B, S]
+  torch::Tensor weights;
+  if (hard_decode_ && !is_training()) {
+    const int64_t S = memory.mask.size(1);
+    auto p = selection_probabilities(query, memory);
+    auto positions = torch::arange(S, memory.lengths.options()).unsqueeze(0);       // [1, S]
+    // Where the previous step attended; S (past the end) once the attention stopped.
+    auto start = torch::where(previous.sum(1) > 0, previous.argmax(1),
+                              torch::full_like(memory.lengths, S)).unsqueeze(1);     // [B, 1]
+    auto candidate = memory.mask.logical_and(positions >= start).logical_and(p >= 0.5);  // [B, S]
+    auto first = (candidate.to(torch::kLong) * (S - positions)).argmax(1);         // leftmost candidate
+    weights = torch::one_hot(first, S).to(previous.scalar_type()) *
+              candidate.any(1, /*keepdim=*/true).to(previous.scalar_type());
+  } else {
+    auto e = energy(query, memory);
+    if (is_training()) e = e + torch::randn_like(e) * kNoiseStd;
+    auto p = torch::sigmoid(e).masked_fill(memory.mask.logical_not(), 0.0);
+    weights = monotonic_expected_alignment(p, previous);
+  }
+  return {weighted_sum(weights, memory.values), weights, AttentionState{{weights}}};
+}
+
+}  // namespace attnmt

@@ -1,0 +1,496 @@
+// Each attention variant's defining property, on hand-made inputs (../shared/ATTENTION.md).
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "attention/hard.h"
+#include "attention/local_p.h"
+#include "attention/monotonic.h"
+#include "attention/registry.h"
+#include "util/error.h"
+
+using namespace attnmt;
+
+namespace {
+
+const auto kDouble = torch::dtype(torch::kDouble);
+
+std::shared_ptr<Attention> make(AttentionConfig config, int64_t query_size, int64_t memory_size) {
+  auto attention = make_attention(config, query_size, memory_size);
+  attention->to(torch::kDouble);
+  attention->eval();
+  return attention;
+}
+
+AttentionConfig config_of(const std::string& type) {
+  AttentionConfig c;
+  c.type = type;
+  return c;
+}
+
+torch::Tensor mask_of(const std::vector<int64_t>& lengths, int64_t S) {
+  auto len = torch::tensor(lengths, torch::kLong);
+  return torch::arange(S).unsqueeze(0) < len.unsqueeze(1);
+}
+
+}  // namespace
+
+TEST_CASE("local_m attends only inside [p_t - D, p_t + D] with p_t = min(t, S - 1)", "[attention][local_m]") {
+  torch::manual_seed(3);
+  auto config = config_of("local_m");
+  config.window = 1;
+  config.score = "dot";
+  auto attention = make(config, 4, 4);
+  const int64_t S = 7;
+  auto memory = torch::randn({2, S, 4}, kDouble);
+  auto mask = mask_of({7, 3}, S);
+  auto query = torch::randn({2, 4}, kDouble);
+  auto mem = attention->prepare(memory, mask);
+  for (int64_t t = 0; t < 6; ++t) {
+    auto out = attention->forward(query, mem, {}, t);
+    for (int64_t b = 0; b < 2; ++b) {
+      const int64_t len = b == 0 ? 7 : 3;
+      const int64_t p = std::min(t, len - 1);
+      // Hand-computed: softmax of q.h_i over the window only.
+      std::vector<double> e;
+      double total = 0;
+      for (int64_t i = 0; i < S; ++i) {
+        const bool inside = i < len && std::abs(i - p) <= 1;
+        e.push_back(inside ? std::exp((query[b] * memory[b][i]).sum().item<double>()) : 0.0);
+        total += e.back();
+      }
+      for (int64_t i = 0; i < S; ++i) {
+        INFO("t " << t << " b " << b << " i " << i);
+        const double w = out.weights[b][i].item<double>();
+        if (e[i] == 0.0) {
+          REQUIRE(w == 0.0);
+        } else {
+          REQUIRE(w == Approx(e[i] / total).epsilon(1e-12));
+        }
+      }
+    }
+    // Changing a state outside the window changes nothing.
+    auto changed = memory.clone();
+    const int64_t p0 = std::min<int64_t>(t, 6);
+    const int64_t outside = p0 >= 3 ? 0 : 6;
+    changed[0][outside] += 100.0;
+    auto out2 = attention->forward(query, attention->prepare(changed, mask), {}, t);
+    REQUIRE(torch::allclose(out2.weights[0], out.weights[0], 0, 0));
+    REQUIRE(torch::allclose(out2.context[0], out.context[0], 0, 0));
+  }
+}
+
+TEST_CASE("local_p: Gaussian around the predicted p_t, and p_t learns", "[attention][local_p]") {
+  torch::manual_seed(4);
+  auto config = config_of("local_p");
+  config.window = 2;
+  config.score = "dot";
+  auto attention = make(config, 3, 3);
+  auto& local_p = dynamic_cast<LocalPAttention&>(*attention);
+  const int64_t S = 9;
+  auto memory = torch::randn({2, S, 3}, kDouble);
+  auto mask = mask_of({9, 5}, S);
+  auto query = torch::randn({2, 3}, kDouble);
+  auto mem = attention->prepare(memory, mask);
+  auto out = attention->forward(query, mem, {}, 0);
+  auto p = local_p.predict_position(query, mem);
+  const double sigma = 1.0;  // D / 2
+  for (int64_t b = 0; b < 2; ++b) {
+    const int64_t len = b == 0 ? 9 : 5;
+    const double pt = p[b].item<double>();
+    REQUIRE(pt >= 0.0);
+    REQUIRE(pt <= static_cast<double>(len));
+    std::vector<double> e(S, 0.0);
+    double total = 0;
+    for (int64_t i = 0; i < len; ++i) {
+      if (std::abs(static_cast<double>(i) - pt) <= 2.0) {
+        e[i] = std::exp((query[b] * memory[b][i]).sum().item<double>());
+        total += e[i];
+      }
+    }
+    for (int64_t i = 0; i < S; ++i) {
+      const double gauss = std::exp(-(i - pt) * (i - pt) / (2 * sigma * sigma));
+      INFO("b " << b << " i " << i);
+      REQUIRE(out.weights[b][i].item<double>() == Approx(e[i] / total * gauss).epsilon(1e-10).margin(1e-15));
+    }
+  }
+  // The position predictor gets gradient through the Gaussian.
+  attention->zero_grad();
+  auto mem2 = attention->prepare(memory, mask);
+  attention->forward(query, mem2, {}, 0).context.sum().backward();
+  for (auto& param : attention->named_parameters()) {
+    INFO("parameter " << param.key());
+    REQUIRE(param.value().grad().defined());
+    REQUIRE(param.value().grad().abs().sum().item<double>() > 0.0);
+  }
+}
+
+TEST_CASE("forced_forward divides by the exponentiated scores of earlier steps", "[attention][forced_forward]") {
+  torch::manual_seed(5);
+  auto config = config_of("forced_forward");
+  config.score = "dot";
+  auto attention = make(config, 3, 3);
+  const int64_t S = 4;
+  auto memory = torch::randn({1, S, 3}, kDouble);
+  auto mask = mask_of({4}, S);
+  auto queries = torch::randn({4, 1, 3}, kDouble);
+  auto mem = attention->prepare(memory, mask);
+  auto state = attention->initial_state(mem);
+  std::vector<double> past(S, 0.0);  // sum_{j<t} exp(e_{j,i})
+  for (int64_t t = 0; t < 4; ++t) {
+    auto out = attention->forward(queries[t], mem, state, t);
+    state = out.state;
+    std::vector<double> e_prime(S);
+    double total = 0;
+    for (int64_t i = 0; i < S; ++i) {
+      const double e = std::exp((queries[t][0] * memory[0][i]).sum().item<double>());
+      e_prime[i] = t == 0 ? e : e / past[i];
+      past[i] += e;
+      total += e_prime[i];
+    }
+    for (int64_t i = 0; i < S; ++i) {
+      INFO("t " << t << " i " << i);
+      REQUIRE(out.weights[0][i].item<double>() == Approx(e_prime[i] / total).epsilon(1e-10));
+    }
+  }
+  // The same query twice: the position it favoured the first time loses weight.
+  auto state2 = attention->initial_state(mem);
+  auto first = attention->forward(queries[0], mem, state2, 0);
+  auto second = attention->forward(queries[0], mem, first.state, 1);
+  const auto top = first.weights[0].argmax().item<int64_t>();
+  REQUIRE(second.weights[0][top].item<double>() < first.weights[0][top].item<double>());
+}
+
+TEST_CASE("monotonic: the closed form equals the recursive definition", "[attention][monotonic]") {
+  torch::manual_seed(6);
+  const int64_t B = 3, S = 7;
+  auto p = torch::rand({B, S}, kDouble);
+  auto previous = torch::softmax(torch::randn({B, S}, kDouble), 1);
+  auto alpha = monotonic_expected_alignment(p, previous);
+  for (int64_t b = 0; b < B; ++b) {
+    // q_i = (1 - p_{i-1}) q_{i-1} + alpha_{t-1,i},  alpha_{t,i} = p_i q_i  (Raffel et al., eq. 13-14)
+    double q = 0;
+    for (int64_t i = 0; i < S; ++i) {
+      q = (i == 0 ? 0.0 : (1 - p[b][i - 1].item<double>()) * q) + previous[b][i].item<double>();
+      INFO("b " << b << " i " << i);
+      REQUIRE(alpha[b][i].item<double>() == Approx(p[b][i].item<double>() * q).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("monotonic: hard decoding picks the first p >= 0.5 and never moves left", "[attention][monotonic]") {
+  torch::manual_seed(7);
+  auto config = config_of("monotonic");
+  config.hard_decode = true;
+  auto attention = make(config, 4, 4);
+  auto& monotonic = dynamic_cast<MonotonicAttention&>(*attention);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& param : attention->named_parameters()) {
+      if (param.key() == "r") param.value().fill_(0.0);  // p near 0.5: choices vary step to step
+    }
+  }
+  const int64_t B = 4, S = 9;
+  auto memory = torch::randn({B, S, 4}, kDouble);
+  auto mask = mask_of({9, 6, 3, 9}, S);
+  auto mem = attention->prepare(memory, mask);
+  auto state = attention->initial_state(mem);
+  std::vector<int64_t> last(B, 0);  // alpha_0 is one-hot at position 0
+  std::vector<bool> stopped(B, false);
+  int64_t moves = 0;
+  for (int64_t t = 0; t < 12; ++t) {
+    auto query = torch::randn({B, 4}, kDouble) * 3;
+    auto p = monotonic.selection_probabilities(query, mem);
+    auto out = attention->forward(query, mem, state, t);
+    state = out.state;
+    for (int64_t b = 0; b < B; ++b) {
+      // Expected: the first real i >= last with p >= 0.5, or none.
+      int64_t expected = -1;
+      for (int64_t i = stopped[b] ? S : last[b]; i < S; ++i) {
+        if (mask[b][i].item<bool>() && p[b][i].item<double>() >= 0.5) {
+          expected = i;
+          break;
+        }
+      }
+      auto row = out.weights[b];
+      INFO("t " << t << " b " << b);
+      if (expected < 0) {
+        REQUIRE(row.abs().sum().item<double>() == 0.0);
+        REQUIRE(out.context[b].abs().sum().item<double>() == 0.0);
+        stopped[b] = true;
+      } else {
+        REQUIRE(row.sum().item<double>() == 1.0);
+        REQUIRE(row[expected].item<double>() == 1.0);
+        REQUIRE(expected >= last[b]);
+        moves += expected > last[b];
+        last[b] = expected;
+        REQUIRE(torch::allclose(out.context[b], memory[b][expected]));
+      }
+    }
+  }
+  REQUIRE(moves > 0);  // the test exercised moving right
+}
+
+TEST_CASE("luong_location: weights depend on the query only", "[attention][luong_location]") {
+  torch::manual_seed(8);
+  auto config = config_of("luong_location");
+  config.max_positions = 3;
+  auto attention = make(config, 4, 5);
+  const int64_t S = 5;
+  auto query = torch::randn({2, 4}, kDouble);
+  auto mask = mask_of({5, 2}, S);
+  auto a = attention->forward(query, attention->prepare(torch::randn({2, S, 5}, kDouble), mask), {}, 0);
+  auto b = attention->forward(query, attention->prepare(torch::randn({2, S, 5}, kDouble), mask), {}, 0);
+  REQUIRE(torch::allclose(a.weights, b.weights, 0, 0));
+  // Positions 3 and 4 (beyond max_positions) share position 2's score: equal weights.
+  REQUIRE(a.weights[0][3].item<double>() == a.weights[0][2].item<double>());
+  REQUIRE(a.weights[0][4].item<double>() == a.weights[0][2].item<double>());
+  REQUIRE(a.weights[1][2].item<double>() == 0.0);
+}
+
+TEST_CASE("scaled_dot is dot attention on q / sqrt(d)", "[attention][scaled_dot]") {
+  torch::manual_seed(9);
+  auto scaled = make(config_of("scaled_dot"), 4, 4);
+  auto dot = make(config_of("luong_dot"), 4, 4);
+  auto memory = torch::randn({2, 5, 4}, kDouble);
+  auto mask = mask_of({5, 3}, 5);
+  auto query = torch::randn({2, 4}, kDouble);
+  auto a = scaled->forward(query, scaled->prepare(memory, mask), {}, 0);
+  auto b = dot->forward(query / 2.0, dot->prepare(memory, mask), {}, 0);
+  REQUIRE(torch::allclose(a.weights, b.weights, 1e-12, 1e-14));
+  REQUIRE(torch::allclose(a.context, b.context, 1e-12, 1e-14));
+}
+
+TEST_CASE("coverage: the state sums past weights and the loss is sum min(alpha, cov)", "[attention][coverage]") {
+  torch::manual_seed(10);
+  auto config = config_of("bahdanau");
+  config.coverage = true;
+  config.coverage_loss = 0.5;
+  auto attention = make(config, 4, 4);
+  attention->train();  // the loss is a training term
+  auto memory = torch::randn({2, 5, 4}, kDouble);
+  auto mask = mask_of({5, 4}, 5);
+  auto mem = attention->prepare(memory, mask);
+  auto state = attention->initial_state(mem);
+  auto coverage = torch::zeros({2, 5}, kDouble);
+  double expected_loss = 0;
+  for (int64_t t = 0; t < 4; ++t) {
+    auto out = attention->forward(torch::randn({2, 4}, kDouble), mem, state, t);
+    expected_loss += torch::minimum(out.weights, coverage).sum().item<double>();
+    coverage = coverage + out.weights;
+    state = out.state;
+    REQUIRE(torch::allclose(state.tensors.at(0), coverage, 1e-12, 1e-14));
+  }
+  REQUIRE(expected_loss > 0);
+  REQUIRE(attention->take_auxiliary_loss(torch::zeros({2}, kDouble)).item<double>() == Approx(0.5 * expected_loss).epsilon(1e-12));
+  REQUIRE_FALSE(attention->take_auxiliary_loss(torch::zeros({2}, kDouble)).defined());  // taken: reset
+  // The coverage term enters the score: the same query with another coverage scores differently.
+  auto q = torch::randn({2, 4}, kDouble);
+  auto fresh = attention->forward(q, mem, attention->initial_state(mem), 0);
+  auto covered = attention->forward(q, mem, state, 0);
+  REQUIRE_FALSE(torch::allclose(fresh.weights, covered.weights));
+}
+
+TEST_CASE("coverage is refused for scores other than concat", "[attention][coverage]") {
+  auto config = config_of("luong_general");
+  config.coverage = true;
+  REQUIRE_THROWS_AS(make_attention(config, 4, 4), InputError);
+}
+
+TEST_CASE("multi_head with one head and identity projections equals scaled_dot", "[attention][multi_head]") {
+  torch::manual_seed(11);
+  auto config = config_of("multi_head");
+  config.heads = 1;
+  auto multi = make(config, 4, 4);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& param : multi->named_parameters()) param.value().copy_(torch::eye(4, kDouble));
+  }
+  auto scaled = make(config_of("scaled_dot"), 4, 4);
+  auto memory = torch::randn({3, 6, 4}, kDouble);
+  auto mask = mask_of({6, 2, 5}, 6);
+  auto query = torch::randn({3, 4}, kDouble);
+  auto a = multi->forward(query, multi->prepare(memory, mask), {}, 0);
+  auto b = scaled->forward(query, scaled->prepare(memory, mask), {}, 0);
+  REQUIRE(torch::allclose(a.weights, b.weights, 1e-12, 1e-14));
+  REQUIRE(torch::allclose(a.context, b.context, 1e-12, 1e-14));
+}
+
+TEST_CASE("multi_head reports the mean of its heads' weights", "[attention][multi_head]") {
+  torch::manual_seed(12);
+  auto config = config_of("multi_head");
+  config.heads = 2;
+  auto multi = make(config, 4, 6);
+  auto memory = torch::randn({1, 5, 6}, kDouble);
+  auto mask = mask_of({5}, 5);
+  auto query = torch::randn({1, 4}, kDouble);
+  auto out = multi->forward(query, multi->prepare(memory, mask), {}, 0);
+  // By hand: per-head projections are the row blocks of W_q, W_k, W_v.
+  torch::Tensor wq, wk, wv, wo;
+  for (auto& p : multi->named_parameters()) {
+    if (p.key() == "w_q.weight") wq = p.value();
+    if (p.key() == "w_k.weight") wk = p.value();
+    if (p.key() == "w_v.weight") wv = p.value();
+    if (p.key() == "w_o.weight") wo = p.value();
+  }
+  auto q = torch::matmul(wq, query[0]);  // [4]
+  auto k = torch::matmul(memory[0], wk.t());  // [5, 4]
+  auto v = torch::matmul(memory[0], wv.t());  // [5, 6]
+  torch::Tensor mean = torch::zeros({5}, kDouble);
+  std::vector<torch::Tensor> heads;
+  for (int64_t h = 0; h < 2; ++h) {
+    auto e = torch::matmul(k.narrow(1, 2 * h, 2), q.narrow(0, 2 * h, 2)) / std::sqrt(2.0);
+    auto w = torch::softmax(e, 0);
+    mean = mean + w / 2.0;
+    heads.push_back(torch::matmul(w, v.narrow(1, 3 * h, 3)));
+  }
+  REQUIRE(torch::allclose(out.weights[0], mean, 1e-12, 1e-14));
+  REQUIRE(torch::allclose(out.context[0], torch::matmul(wo, torch::cat(heads)), 1e-12, 1e-14));
+}
+
+TEST_CASE("key_value scores the first half and reads the second", "[attention][key_value]") {
+  torch::manual_seed(13);
+  auto config = config_of("key_value");
+  config.score = "dot";
+  auto attention = make(config, 3, 6);
+  REQUIRE(attention->context_size() == 3);
+  auto memory = torch::randn({2, 4, 6}, kDouble);
+  auto mask = mask_of({4, 3}, 4);
+  auto query = torch::randn({2, 3}, kDouble);
+  auto out = attention->forward(query, attention->prepare(memory, mask), {}, 0);
+  auto keys = memory.narrow(2, 0, 3), values = memory.narrow(2, 3, 3);
+  auto expected = masked_softmax((keys * query.unsqueeze(1)).sum(2), mask);
+  REQUIRE(torch::allclose(out.weights, expected, 1e-12, 1e-14));
+  REQUIRE(torch::allclose(out.context, (expected.unsqueeze(2) * values).sum(1), 1e-12, 1e-14));
+}
+
+TEST_CASE("static attention: one alpha per sentence from its first and last states", "[attention][static]") {
+  torch::manual_seed(14);
+  auto attention = make(config_of("static"), 4, 4);
+  auto memory = torch::randn({2, 5, 4}, kDouble);
+  auto mask = mask_of({5, 3}, 5);
+  auto mem = attention->prepare(memory, mask);
+  auto a = attention->forward(torch::randn({2, 4}, kDouble), mem, {}, 0);
+  auto b = attention->forward(torch::randn({2, 4}, kDouble), mem, {}, 7);
+  REQUIRE(torch::allclose(a.weights, b.weights, 0, 0));
+  REQUIRE(torch::allclose(a.context, b.context, 0, 0));
+  torch::Tensor wu = attention->named_parameters()["w_u.weight"];
+  for (int64_t s = 0; s < 2; ++s) {
+    const int64_t len = s == 0 ? 5 : 3;
+    auto u = torch::matmul(wu, torch::cat({memory[s][len - 1], memory[s][0]}));
+    auto expected = torch::softmax(torch::matmul(memory[s].narrow(0, 0, len), u), 0);
+    REQUIRE(torch::allclose(a.weights[s].narrow(0, 0, len), expected, 1e-12, 1e-14));
+  }
+}
+
+TEST_CASE("area attention: mean keys and summed values over spans of 1..A", "[attention][area]") {
+  torch::manual_seed(15);
+  auto config = config_of("area");
+  config.max_area = 2;
+  config.score = "dot";
+  auto attention = make(config, 3, 3);
+  auto memory = torch::randn({1, 4, 3}, kDouble);
+  auto mask = mask_of({3}, 4);  // real positions 0..2: areas {0},{1},{2},{0,1},{1,2}
+  auto query = torch::randn({1, 3}, kDouble);
+  auto out = attention->forward(query, attention->prepare(memory, mask), {}, 0);
+  auto h = memory[0];
+  std::vector<std::vector<int64_t>> areas = {{0}, {1}, {2}, {0, 1}, {1, 2}};
+  std::vector<double> e;
+  double total = 0;
+  for (const auto& area : areas) {
+    auto key = torch::zeros({3}, kDouble);
+    for (auto i : area) key = key + h[i] / static_cast<double>(area.size());
+    e.push_back(std::exp(torch::dot(key, query[0]).item<double>()));
+    total += e.back();
+  }
+  auto context = torch::zeros({3}, kDouble);
+  std::vector<double> spread(4, 0.0);
+  for (size_t a = 0; a < areas.size(); ++a) {
+    for (auto i : areas[a]) {
+      context = context + (e[a] / total) * h[i];
+      spread[i] += e[a] / total / static_cast<double>(areas[a].size());
+    }
+  }
+  REQUIRE(torch::allclose(out.context[0], context, 1e-12, 1e-14));
+  for (int64_t i = 0; i < 4; ++i) REQUIRE(out.weights[0][i].item<double>() == Approx(spread[i]).epsilon(1e-10).margin(1e-15));
+  REQUIRE(out.weights[0][3].item<double>() == 0.0);
+}
+
+TEST_CASE("hard attention: argmax when decoding, samples alpha and learns by REINFORCE when training",
+          "[attention][hard]") {
+  torch::manual_seed(16);
+  auto config = config_of("hard");
+  config.score = "general";
+  auto attention = make(config, 3, 3);
+  const int64_t N = 4000;
+  auto memory = torch::randn({1, 4, 3}, kDouble).expand({N, 4, 3}).contiguous();
+  auto mask = mask_of(std::vector<int64_t>(N, 3), 4);
+  auto query = torch::randn({1, 3}, kDouble).expand({N, 3}).contiguous();
+  auto w_a = attention->named_parameters()["w_a.weight"].detach();  // [Dq, Dm]
+  auto alpha = masked_softmax((torch::matmul(memory, w_a.t()) * query.unsqueeze(1)).sum(2), mask);  // [N, 4]
+  auto mem = attention->prepare(memory, mask);
+
+  auto decoded = attention->forward(query, mem, {}, 0);
+  REQUIRE(decoded.weights[0].argmax().item<int64_t>() == alpha[0].argmax().item<int64_t>());
+  REQUIRE(decoded.weights.sum(1).min().item<double>() == 1.0);
+  REQUIRE(torch::allclose(decoded.context[0], memory[0][alpha[0].argmax().item<int64_t>()]));
+
+  attention->train();
+  auto sampled = attention->forward(query, mem, {}, 0);
+  auto frequency = sampled.weights.mean(0);  // [4]
+  for (int64_t i = 0; i < 4; ++i) {
+    INFO("position " << i);
+    REQUIRE(frequency[i].item<double>() == Approx(alpha[0][i].item<double>()).margin(0.03));
+  }
+  REQUIRE(frequency[3].item<double>() == 0.0);  // padding is never sampled
+  // The surrogate loss by hand: baseline = mean reward on the first batch.
+  auto reward = torch::linspace(-3.0, -1.0, N, kDouble);
+  auto k = sampled.weights.argmax(1);
+  auto log_alpha = alpha.clamp_min(1e-30).log();
+  auto log_prob = log_alpha.gather(1, k.unsqueeze(1)).squeeze(1);
+  auto entropy = -(alpha * log_alpha).sum(1);
+  const double expected = (-((reward - reward.mean()) * log_prob).sum() -
+                           HardAttention::kEntropyBonus * entropy.sum()).item<double>();
+  auto loss = attention->take_auxiliary_loss(reward);
+  REQUIRE(loss.item<double>() == Approx(expected).epsilon(1e-9));
+  loss.backward();
+  auto grad = attention->named_parameters()["w_a.weight"].grad();
+  REQUIRE(grad.defined());
+  REQUIRE(grad.abs().sum().item<double>() > 0.0);
+}
+
+TEST_CASE("forward attention follows Zhang et al.'s recursion and moves one step at most", "[attention][forward]") {
+  torch::manual_seed(17);
+  auto config = config_of("forward");
+  config.score = "dot";
+  auto attention = make(config, 3, 3);
+  auto memory = torch::randn({2, 6, 3}, kDouble);
+  auto mask = mask_of({6, 4}, 6);
+  auto mem = attention->prepare(memory, mask);
+  auto state = attention->initial_state(mem);
+  for (int64_t t = 0; t < 5; ++t) {
+    auto query = torch::randn({2, 3}, kDouble);
+    auto previous = state.tensors.at(0);
+    auto u = state.tensors.at(1);
+    auto out = attention->forward(query, mem, state, t);
+    auto y = masked_softmax((memory * query.unsqueeze(1)).sum(2), mask);
+    for (int64_t b = 0; b < 2; ++b) {
+      std::vector<double> hat(6);
+      double total = 0;
+      const double ub = u[b][0].item<double>();
+      for (int64_t i = 0; i < 6; ++i) {
+        const double left = i > 0 ? previous[b][i - 1].item<double>() : 0.0;
+        hat[i] = ((1 - ub) * previous[b][i].item<double>() + ub * left) * y[b][i].item<double>();
+        total += hat[i];
+      }
+      for (int64_t i = 0; i < 6; ++i) {
+        INFO("t " << t << " b " << b << " i " << i);
+        REQUIRE(out.weights[b][i].item<double>() == Approx(hat[i] / total).epsilon(1e-10).margin(1e-15));
+        // Reachable only from positions <= t: nothing beyond t + 1 (alpha_0 at position 0).
+        if (i > t + 1) REQUIRE(out.weights[b][i].item<double>() == 0.0);
+      }
+    }
+    state = out.state;
+  }
+}
