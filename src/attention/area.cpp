@@ -5,15 +5,10 @@ namespace attnmt {
 namespace F = torch::nn::functional;
 
 AreaAttention::AreaAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
-    : Attention(query_size, memory_size), max_area_(config.max_area) {
-  score_ = ScoreFunction(*this, parse_score_kind(config.score, "model.attention.score"), query_size,
-                         memory_size, additive_hidden_size(config.hidden_size, query_size),
-                         /*coverage=*/false, config.type);
-}
+    : ScoredAttention(config, query_size, memory_size), max_area_(config.max_area) {}
 
 AttentionMemory AreaAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
-  auto m = Attention::prepare(memory, mask);
-  m.keys = score_.keys(memory);  // [B, S, K] per position
+  auto m = ScoredAttention::prepare(memory, mask);  // keys [B, S, K] per position
   const int64_t S = memory.size(1);
   std::vector<torch::Tensor> keys, values, masks;
   for (int64_t w = 1; w <= std::min(max_area_, S); ++w) {

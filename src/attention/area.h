@@ -13,7 +13,7 @@
 
 namespace attnmt {
 
-class AreaAttention : public Attention {
+class AreaAttention : public ScoredAttention {
  public:
   AreaAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
@@ -21,7 +21,6 @@ class AreaAttention : public Attention {
                           const AttentionState& state, int64_t step) override;
 
  private:
-  ScoreFunction score_;
   int64_t max_area_;
 };
 

@@ -4,17 +4,7 @@ namespace attnmt {
 
 ForcedForwardAttention::ForcedForwardAttention(const AttentionConfig& config, int64_t query_size,
                                                int64_t memory_size)
-    : Attention(query_size, memory_size) {
-  score_ = ScoreFunction(*this, parse_score_kind(config.score, "model.attention.score"), query_size,
-                         memory_size, additive_hidden_size(config.hidden_size, query_size),
-                         /*coverage=*/false, config.type);
-}
-
-AttentionMemory ForcedForwardAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
-  auto m = Attention::prepare(memory, mask);
-  m.keys = score_.keys(memory);
-  return m;
-}
+    : ScoredAttention(config, query_size, memory_size) {}
 
 AttentionOutput ForcedForwardAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
                                                 const AttentionState& state, int64_t /*step*/) {

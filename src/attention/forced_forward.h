@@ -15,15 +15,11 @@
 
 namespace attnmt {
 
-class ForcedForwardAttention : public Attention {
+class ForcedForwardAttention : public ScoredAttention {
  public:
   ForcedForwardAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
-  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
-
- private:
-  ScoreFunction score_;
 };
 
 }  // namespace attnmt

@@ -7,8 +7,11 @@
 // The alignment moves at most one source position per target step, so it suits monotone data
 // whose target is at least as long as its source (speech synthesis); on translation, where the
 // target is often shorter, it cannot reach the end of the source. The state is (alpha_{t-1},
-// u_{t-1}), reordered with the beams. Choice: the normalisation divides by max(sum, 1e-20)
-// instead of adding an epsilon, so weights sum to 1 exactly whenever any path survives.
+// u_{t-1}), reordered with the beams. Choices: the normalisation is done in log space
+// (alpha_t = softmax(log transition + log y_t) over the positions the transition reaches), which
+// is exact where the paper adds an epsilon, and stays finite where a product of small
+// probabilities would underflow (training diverged within 10 steps without it); the transition
+// term is floored at 1e-30 inside the log and u is clamped to [1e-6, 1 - 1e-6].
 #pragma once
 #include "attention/attention.h"
 #include "attention/score.h"
@@ -16,16 +19,14 @@
 
 namespace attnmt {
 
-class ForwardAttention : public Attention {
+class ForwardAttention : public ScoredAttention {
  public:
   ForwardAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
-  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   AttentionState initial_state(const AttentionMemory& memory) const override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
 
  private:
-  ScoreFunction score_;
   torch::nn::Linear agent_hidden_{nullptr}, agent_out_{nullptr};
 };
 

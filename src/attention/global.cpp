@@ -4,18 +4,9 @@ namespace attnmt {
 
 GlobalAttention::GlobalAttention(ScoreKind kind, const AttentionConfig& config, int64_t query_size,
                                  int64_t memory_size)
-    : Attention(query_size, memory_size),
+    : ScoredAttention(kind, config, query_size, memory_size),
       coverage_(config.coverage),
-      coverage_loss_weight_(config.coverage_loss) {
-  score_ = ScoreFunction(*this, kind, query_size, memory_size,
-                         additive_hidden_size(config.hidden_size, query_size), config.coverage, config.type);
-}
-
-AttentionMemory GlobalAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
-  auto m = Attention::prepare(memory, mask);
-  m.keys = score_.keys(memory);  // once per batch
-  return m;
-}
+      coverage_loss_weight_(config.coverage_loss) {}
 
 AttentionState GlobalAttention::initial_state(const AttentionMemory& memory) const {
   if (!coverage_) return {};

@@ -19,17 +19,15 @@
 
 namespace attnmt {
 
-class GlobalAttention : public Attention {
+class GlobalAttention : public ScoredAttention {
  public:
   GlobalAttention(ScoreKind kind, const AttentionConfig& config, int64_t query_size, int64_t memory_size);
-  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   AttentionState initial_state(const AttentionMemory& memory) const override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
   torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) override;
 
  private:
-  ScoreFunction score_;
   bool coverage_;
   double coverage_loss_weight_;
   torch::Tensor coverage_loss_;  // accumulated since the last take_auxiliary_loss() (training)

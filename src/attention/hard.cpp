@@ -5,17 +5,8 @@
 namespace attnmt {
 
 HardAttention::HardAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
-    : Attention(query_size, memory_size) {
-  score_ = ScoreFunction(*this, parse_score_kind(config.score, "model.attention.score"), query_size,
-                         memory_size, additive_hidden_size(config.hidden_size, query_size),
-                         /*coverage=*/false, config.type);
+    : ScoredAttention(config, query_size, memory_size) {
   baseline_ = register_buffer("baseline", torch::full({1}, std::nan("")));
-}
-
-AttentionMemory HardAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
-  auto m = Attention::prepare(memory, mask);
-  m.keys = score_.keys(memory);
-  return m;
 }
 
 AttentionOutput HardAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,

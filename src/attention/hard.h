@@ -15,10 +15,9 @@
 
 namespace attnmt {
 
-class HardAttention : public Attention {
+class HardAttention : public ScoredAttention {
  public:
   HardAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
-  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
   torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) override;
@@ -27,7 +26,6 @@ class HardAttention : public Attention {
   static constexpr double kBaselineDecay = 0.9;
 
  private:
-  ScoreFunction score_;
   torch::Tensor baseline_;      // [1] buffer; NaN until the first batch
   torch::Tensor log_prob_sum_;  // [B] sum_t log alpha_{t,k_t} since the last take
   torch::Tensor entropy_sum_;   // [B] sum_t H(alpha_t)

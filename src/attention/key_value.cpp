@@ -5,21 +5,16 @@
 namespace attnmt {
 
 KeyValueAttention::KeyValueAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
-    : Attention(query_size, memory_size) {
+    : ScoredAttention(config, query_size, memory_size, /*key_source_size=*/memory_size / 2) {
   if (memory_size % 2 != 0) {
     throw InputError("model.attention.type: key_value splits the encoder output in halves; its size (" +
                      std::to_string(memory_size) + ") must be even");
   }
-  score_ = ScoreFunction(*this, parse_score_kind(config.score, "model.attention.score"), query_size,
-                         memory_size / 2, additive_hidden_size(config.hidden_size, query_size),
-                         /*coverage=*/false, config.type);
 }
 
 AttentionMemory KeyValueAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
-  auto m = Attention::prepare(memory, mask);
-  auto halves = memory.chunk(2, 2);      // [B, S, Dm/2] each
-  m.keys = score_.keys(halves[0]);
-  m.values = halves[1];
+  auto m = ScoredAttention::prepare(memory, mask);  // keys from key_source: the first half
+  m.values = memory.narrow(2, memory_size_ / 2, memory_size_ / 2);  // [B, S, Dm/2]
   return m;
 }
 

@@ -12,7 +12,7 @@
 
 namespace attnmt {
 
-class KeyValueAttention : public Attention {
+class KeyValueAttention : public ScoredAttention {
  public:
   KeyValueAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
@@ -20,8 +20,8 @@ class KeyValueAttention : public Attention {
                           const AttentionState& state, int64_t step) override;
   int64_t context_size() const override { return memory_size_ / 2; }
 
- private:
-  ScoreFunction score_;
+ protected:
+  torch::Tensor key_source(const torch::Tensor& memory) override { return memory.narrow(2, 0, memory_size_ / 2); }
 };
 
 }  // namespace attnmt

@@ -10,15 +10,13 @@
 
 namespace attnmt {
 
-class LocalMAttention : public Attention {
+class LocalMAttention : public ScoredAttention {
  public:
   LocalMAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
-  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
 
  private:
-  ScoreFunction score_;
   int64_t window_;
 };
 

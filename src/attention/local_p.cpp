@@ -7,19 +7,11 @@
 namespace attnmt {
 
 LocalPAttention::LocalPAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
-    : Attention(query_size, memory_size), window_(config.window) {
+    : ScoredAttention(config, query_size, memory_size), window_(config.window) {
   const int64_t hidden = additive_hidden_size(config.hidden_size, query_size);
-  score_ = ScoreFunction(*this, parse_score_kind(config.score, "model.attention.score"), query_size,
-                         memory_size, hidden, /*coverage=*/false, config.type);
   w_p_ = register_module("w_p", torch::nn::Linear(torch::nn::LinearOptions(query_size, hidden).bias(false)));
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden));
   v_p_ = register_parameter("v_p", torch::empty({hidden}).uniform_(-bound, bound));
-}
-
-AttentionMemory LocalPAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
-  auto m = Attention::prepare(memory, mask);
-  m.keys = score_.keys(memory);
-  return m;
 }
 
 torch::Tensor LocalPAttention::predict_position(const torch::Tensor& query, const AttentionMemory& memory) {

@@ -15,17 +15,15 @@
 
 namespace attnmt {
 
-class LocalPAttention : public Attention {
+class LocalPAttention : public ScoredAttention {
  public:
   LocalPAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
-  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
   // p_t [B] for a query [B, Dq] (exposed for tests and inspection).
   torch::Tensor predict_position(const torch::Tensor& query, const AttentionMemory& memory);
 
  private:
-  ScoreFunction score_;
   int64_t window_;
   torch::nn::Linear w_p_{nullptr};  // Dq -> A, no bias
   torch::Tensor v_p_;               // [A]

@@ -76,6 +76,27 @@ torch::Tensor ScoreFunction::operator()(const torch::Tensor& query, const torch:
   return torch::matmul(torch::tanh(pre), v_a_);                    // [B, S]
 }
 
+ScoredAttention::ScoredAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size,
+                                 int64_t key_source_size)
+    : Attention(query_size, memory_size) {
+  score_ = ScoreFunction(*this, parse_score_kind(config.score, "model.attention.score"), query_size,
+                         key_source_size > 0 ? key_source_size : memory_size,
+                         additive_hidden_size(config.hidden_size, query_size), /*coverage=*/false, config.type);
+}
+
+ScoredAttention::ScoredAttention(ScoreKind kind, const AttentionConfig& config, int64_t query_size,
+                                 int64_t memory_size)
+    : Attention(query_size, memory_size) {
+  score_ = ScoreFunction(*this, kind, query_size, memory_size, additive_hidden_size(config.hidden_size, query_size),
+                         config.coverage, config.type);
+}
+
+AttentionMemory ScoredAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
+  auto m = Attention::prepare(memory, mask);
+  m.keys = score_.keys(key_source(memory));  // once per batch
+  return m;
+}
+
 torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys) {
   // [B, S, D] * [B, 1, D] summed over D. Not bmm: LibTorch's CPU bmm (and its backward) loops
   // over the batch with one small GEMM per sentence, several times slower at these sizes.

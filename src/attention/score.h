@@ -13,6 +13,9 @@
 
 #include <string>
 
+#include "attention/attention.h"
+#include "config/config.h"
+
 namespace attnmt {
 
 enum class ScoreKind { kDot, kScaledDot, kGeneral, kConcat };
@@ -41,6 +44,24 @@ class ScoreFunction {
   torch::nn::Linear u_a_{nullptr};  // concat: Dm -> A, no bias
   torch::Tensor v_a_;               // concat: [A]
   torch::Tensor w_c_;               // concat with coverage: [A]
+};
+
+// The base of the variants built on a score function: owns it and projects the keys once per
+// batch in prepare() (keys from the encoder states, or from what key_source() picks of them).
+class ScoredAttention : public Attention {
+ public:
+  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
+
+ protected:
+  // The score model.attention.score names (local_m, local_p, forced_forward, area, hard, ...).
+  ScoredAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size,
+                  int64_t key_source_size = 0);
+  // A fixed score (the global variants), with or without the coverage term.
+  ScoredAttention(ScoreKind kind, const AttentionConfig& config, int64_t query_size, int64_t memory_size);
+  // What the keys are computed from: the encoder states [B, S, Dm] unless a variant says otherwise.
+  virtual torch::Tensor key_source(const torch::Tensor& memory) { return memory; }
+
+  ScoreFunction score_;
 };
 
 // q_t against keys [B, S, D] -> [B, S]: sum_d keys[b, i, d] * query[b, d].
