@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "attention/score.h"
+
 namespace attnmt {
 
 namespace {
@@ -20,7 +22,7 @@ torch::Tensor monotonic_expected_alignment(const torch::Tensor& p, const torch::
 
 MonotonicAttention::MonotonicAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
     : Attention(query_size, memory_size), hard_decode_(config.hard_decode) {
-  const int64_t A = config.hidden_size > 0 ? config.hidden_size : query_size;
+  const int64_t A = additive_hidden_size(config.hidden_size, query_size);
   w_ = register_module("w", torch::nn::Linear(query_size, A));
   u_ = register_module("u", torch::nn::Linear(torch::nn::LinearOptions(memory_size, A).bias(false)));
   const double bound = 1.0 / std::sqrt(static_cast<double>(A));
