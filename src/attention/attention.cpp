@@ -41,6 +41,12 @@ torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& m
       .softmax(-1);
 }
 
+torch::Tensor first_position_alignment(const AttentionMemory& memory) {
+  auto alpha0 = torch::zeros(memory.mask.sizes(), memory.values.options());
+  alpha0.select(1, 0).fill_(1.0);
+  return alpha0;
+}
+
 torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values) {
   // sum_i [B, S, 1] * [B, S, Dm] -> [B, Dm]. Not bmm: LibTorch's CPU bmm (and its backward)
   // loops over the batch with one small GEMM per sentence, several times slower at these sizes.

@@ -68,6 +68,10 @@ class Attention : public torch::nn::Module {
 // scores [B, S], mask [B, S] bool. Every row must have at least one true position.
 torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& mask);
 
+// alpha_0 [B, S] of the variants that start aligned to the first source position (monotonic,
+// forward): one-hot at position 0, in the memory's dtype and device.
+torch::Tensor first_position_alignment(const AttentionMemory& memory);
+
 // context [B, Dm] = sum_i weights[b, i] * values[b, i, :]
 torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values);
 

@@ -20,10 +20,8 @@ ForwardAttention::ForwardAttention(const AttentionConfig& config, int64_t query_
 }
 
 AttentionState ForwardAttention::initial_state(const AttentionMemory& memory) const {
-  auto alpha0 = torch::zeros(memory.mask.sizes(), memory.values.options());
-  alpha0.select(1, 0).fill_(1.0);
   auto u0 = torch::full({memory.mask.size(0), 1}, 0.5, memory.values.options());
-  return {{alpha0, u0}};
+  return {{first_position_alignment(memory), u0}};
 }
 
 AttentionOutput ForwardAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,

@@ -38,9 +38,7 @@ AttentionMemory MonotonicAttention::prepare(const torch::Tensor& memory, const t
 }
 
 AttentionState MonotonicAttention::initial_state(const AttentionMemory& memory) const {
-  auto alpha0 = torch::zeros(memory.mask.sizes(), memory.values.options());
-  alpha0.select(1, 0).fill_(1.0);  // one-hot at the first position
-  return {{alpha0}};
+  return {{first_position_alignment(memory)}};
 }
 
 torch::Tensor MonotonicAttention::energy(const torch::Tensor& query, const AttentionMemory& memory) {
