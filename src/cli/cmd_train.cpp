@@ -1,4 +1,4 @@
-// attnmt train CONFIG.yaml [--set key=value ...] [--resume]
+// attnmt train CONFIG.yaml [--set key=value ...] [--resume] [--nproc N | --distributed]
 #include <string>
 #include <vector>
 
@@ -16,6 +16,8 @@ void add_train_command(CLI::App& app, const GlobalOptions& global) {
     bool resume = false;
     int threads = -1;
     std::string device;
+    int nproc = 1;
+    bool distributed = false;
   };
   auto opts = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("train", "Train a model from a YAML experiment config");
@@ -25,6 +27,12 @@ void add_train_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--resume", opts->resume, "Continue from the newest checkpoint in train.save_dir");
   cmd->add_option("--threads", opts->threads, "Intra-op threads (default: config 'threads', 0 = all cores)");
   cmd->add_option("--device", opts->device, "cpu | cuda | cuda:N (default: config 'device')");
+  cmd->add_option("--nproc", opts->nproc,
+                  "Data-parallel training with N processes on this machine (train.batch_size is per process)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--distributed", opts->distributed,
+                "Be one rank of a data-parallel run: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (as torchrun sets them)")
+      ->excludes("--nproc");
   cmd->callback([opts, &global] {
     setup_logging(global.debug);
     auto overrides = opts->overrides;
@@ -34,6 +42,20 @@ void add_train_command(CLI::App& app, const GlobalOptions& global) {
     request.config = load_config_file(opts->config, overrides);
     request.config_source = opts->config;
     request.resume = opts->resume;
+    request.distributed = opts->distributed;
+    request.nproc = opts->nproc;
+    if (opts->nproc > 1) {  // each rank runs this command line without --nproc, with --distributed
+      const auto& args = global.args;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--nproc") {
+          ++i;
+          continue;
+        }
+        if (args[i].rfind("--nproc=", 0) == 0) continue;
+        request.worker_args.push_back(args[i]);
+      }
+      request.worker_args.push_back("--distributed");
+    }
     train(request);
   });
 }

@@ -4,10 +4,14 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 namespace attnmt::cli {
 
 struct GlobalOptions {
   bool debug = false;  // --debug: verbose logs and backtraces on errors
+  std::vector<std::string> args;  // the command line, argv[1..] (train --nproc re-runs it per rank)
 };
 
 void add_train_command(CLI::App& app, const GlobalOptions& global);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("attnmt ") + ATTNMT_VERSION);
   app.require_subcommand(1);
   cli::GlobalOptions global;
+  global.args.assign(argv + 1, argv + argc);
   app.add_flag("--debug", global.debug, "Verbose logging; errors show their backtrace");
   auto* help = app.add_subcommand("help", "Show help for attnmt or one of its commands");
   std::string help_topic;

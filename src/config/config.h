@@ -101,12 +101,20 @@ struct DecodeConfig {
   int n_best = 1;                 // hypotheses written per input line
 };
 
+// Data-parallel training (attnmt train --nproc N | --distributed): see train/distributed.h.
+struct DistributedConfig {
+  std::string backend = "auto";  // auto (nccl on cuda when built with it, else gloo) | gloo | nccl
+  double timeout = 1800;         // seconds a collective may wait for the other ranks before failing
+  double bucket_mb = 25;         // gradients are all-reduced in buckets of about this many MiB
+};
+
 struct Config {
   DataConfig data;
   TokenizerConfig tokenizer;
   ModelConfig model;
   TrainConfig train;
   DecodeConfig decode;
+  DistributedConfig distributed;
   int threads = 0;            // intra-op threads (0 = number of cores)
   std::string device = "cpu"; // cpu | cuda | cuda:N
 };

@@ -110,6 +110,10 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.batch_size),
     ATTNMT_FIELD(decode.n_best),
 
+    ATTNMT_FIELD(distributed.backend),
+    ATTNMT_FIELD(distributed.timeout),
+    ATTNMT_FIELD(distributed.bucket_mb),
+
     ATTNMT_FIELD(threads),
     ATTNMT_FIELD(device),
 };
@@ -129,6 +133,7 @@ const KeyComment kComments[] = {
     {"model", "Embeddings, RNN encoder and decoder, attention (see docs/config.md)"},
     {"train", "Optimisation, validation, checkpoints"},
     {"decode", "Beam search (translate, and the test set at the end of training)"},
+    {"distributed", "Data-parallel training (attnmt train --nproc N | --distributed)"},
     {"threads", "Runtime"},
 };
 
@@ -617,6 +622,13 @@ void validate_config(const Config& c) {
   check_int(d.batch_size >= 1, "decode.batch_size", ">= 1", d.batch_size);
   check_int(d.n_best >= 1 && d.n_best <= d.beam_size, "decode.n_best",
             ("in [1, decode.beam_size=" + std::to_string(d.beam_size) + "]").c_str(), d.n_best);
+
+  const DistributedConfig& dist = c.distributed;
+  check_one_of(dist.backend, "distributed.backend", {"auto", "gloo", "nccl"});
+  check_double(dist.timeout > 0 && std::isfinite(dist.timeout), "distributed.timeout", "> 0 (seconds)",
+               dist.timeout);
+  check_double(dist.bucket_mb > 0 && std::isfinite(dist.bucket_mb), "distributed.bucket_mb", "> 0",
+               dist.bucket_mb);
 
   check_int(c.threads >= 0, "threads", ">= 0 (0 = number of cores)", c.threads);
   if (!is_device(c.device)) invalid("device", "cpu, cuda or cuda:N", in_quotes(c.device));

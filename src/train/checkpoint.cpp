@@ -26,10 +26,15 @@ T read_scalar(torch::serialize::InputArchive& archive, const std::string& key, c
   else return static_cast<T>(v.toInt());
 }
 
-void load_archive(torch::serialize::InputArchive& archive, const std::string& path) {
-  if (!fs::exists(path)) throw InputError("checkpoint '" + path + "' does not exist");
+void load_archive(torch::serialize::InputArchive& archive, const std::string& path, const std::string* bytes) {
+  if (!bytes && !fs::exists(path)) throw InputError("checkpoint '" + path + "' does not exist");
   try {
-    archive.load_from(path);
+    if (bytes) {
+      std::istringstream in(*bytes);
+      archive.load_from(in);
+    } else {
+      archive.load_from(path);
+    }
   } catch (const c10::Error& e) {
     throw InputError("checkpoint '" + path + "' is truncated or corrupted (" + first_line(e.what_without_backtrace()) + ")");
   }
@@ -68,6 +73,7 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
   archive.write("progress.skipped_steps", c10::IValue(p.skipped_steps));
   archive.write("progress.train_seconds", c10::IValue(p.train_seconds));
   archive.write("progress.target_tokens", c10::IValue(p.target_tokens));
+  archive.write("progress.world_size", c10::IValue(p.world_size));
   archive.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
   torch::serialize::OutputArchive model_archive;
   model->save(model_archive);
@@ -82,9 +88,9 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
   write_file_atomic(path, bytes.str());
 }
 
-CheckpointContents read_checkpoint_header(const std::string& path) {
+CheckpointContents read_checkpoint_header(const std::string& path, const std::string* bytes) {
   torch::serialize::InputArchive archive;
-  load_archive(archive, path);
+  load_archive(archive, path, bytes);
   CheckpointContents c;
   try {
     const auto version = read_scalar<int64_t>(archive, "format_version", path);
@@ -107,6 +113,8 @@ CheckpointContents read_checkpoint_header(const std::string& path) {
     p.skipped_steps = read_scalar<int64_t>(archive, "progress.skipped_steps", path);
     p.train_seconds = read_scalar<double>(archive, "progress.train_seconds", path);
     p.target_tokens = read_scalar<int64_t>(archive, "progress.target_tokens", path);
+    c10::IValue world;  // absent in checkpoints written before distributed training: one process
+    p.world_size = archive.try_read("progress.world_size", world) ? world.toInt() : 1;
   } catch (const c10::Error& e) {
     throw InputError("checkpoint '" + path + "' is corrupted (" + first_line(e.what_without_backtrace()) + ")");
   }
@@ -114,9 +122,9 @@ CheckpointContents read_checkpoint_header(const std::string& path) {
 }
 
 void load_checkpoint_state(const std::string& path, Seq2Seq& model, torch::optim::Optimizer* optimizer,
-                           bool restore_rng) {
+                           bool restore_rng, const std::string* bytes) {
   torch::serialize::InputArchive archive;
-  load_archive(archive, path);
+  load_archive(archive, path, bytes);
   try {
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);

@@ -33,6 +33,7 @@ struct TrainingProgress {
   int64_t skipped_steps = 0;     // non-finite losses skipped
   double train_seconds = 0;      // wall time spent training so far (all runs)
   int64_t target_tokens = 0;     // target tokens trained on so far
+  int64_t world_size = 1;        // processes that trained (batch_in_epoch counts their global batches)
 };
 
 // Writes a checkpoint atomically. RuntimeError (naming the path) if it cannot be written; the
@@ -48,10 +49,12 @@ struct CheckpointContents {
 
 // Reads the config/vocab/progress part; then load_checkpoint_state fills a model (and optimizer)
 // built from that config. InputError (naming the file) for a missing, truncated or corrupted
-// file or a different format version.
-CheckpointContents read_checkpoint_header(const std::string& path);
+// file or a different format version. With `bytes`, the checkpoint is read from them instead of
+// the file (`path` only names it in messages): the other ranks of a distributed run read rank 0's
+// checkpoint this way.
+CheckpointContents read_checkpoint_header(const std::string& path, const std::string* bytes = nullptr);
 void load_checkpoint_state(const std::string& path, Seq2Seq& model, torch::optim::Optimizer* optimizer,
-                           bool restore_rng);
+                           bool restore_rng, const std::string* bytes = nullptr);
 
 // Step checkpoints in a save dir, newest first.
 std::vector<std::string> list_step_checkpoints(const std::string& save_dir);

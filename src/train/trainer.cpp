@@ -24,6 +24,7 @@
 #include "eval/metrics.h"
 #include "model/seq2seq.h"
 #include "train/checkpoint.h"
+#include "train/distributed.h"
 #include "train/loss.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -160,6 +161,12 @@ struct ValidResult {
   double chrf = 0;
 };
 
+// What every rank agrees on before each update (distributed runs: one small all-reduce).
+struct StopDecision {
+  bool stop = false;  // rank 0's criteria: steps, epochs, minutes, early stopping
+  int signal = 0;     // SIGINT / SIGTERM seen by any rank
+};
+
 class Trainer {
  public:
   explicit Trainer(const TrainRequest& request) : req_(request), cfg_(request.config) {}
@@ -167,19 +174,27 @@ class Trainer {
 
  private:
   void prepare_data();
+  Tokenizers share_tokenizers();
   void build_model();
   void restore_or_start();
+  void reseed_other_ranks();
+  void map_epoch_position(int64_t old_world_size);
+  std::vector<std::vector<size_t>> epoch_batches(int64_t epoch, int64_t world_size) const;
   void train_loop();
-  bool update(const std::vector<size_t>& batch_ids);  // false if the loss was not finite
+  bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
+  void report();
   ValidResult validate();
   void after_validation(const ValidResult& v);
   void save_step_checkpoint();
   void evaluate_test();
   bool should_stop() const;
+  StopDecision agree_stop();
+  bool is_main() const { return dist_->is_main(); }
 
   TrainRequest req_;
   Config cfg_;
   torch::Device device_{torch::kCPU};
+  std::unique_ptr<Distributed> dist_;  // world size 1 unless --distributed / --nproc
   Tokenizers tokenizers_;
   Dataset train_, valid_;
   ParallelText valid_text_;
@@ -202,13 +217,39 @@ void Trainer::prepare_data() {
   valid_text_ = read_parallel(cfg_.data.valid, "valid");
   spdlog::info("[data] train: {} pairs from '{}' / '{}'", train_text.src.size(), cfg_.data.train.src,
                cfg_.data.train.tgt);
-  tokenizers_ = load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, &train_text, cfg_.train.seed);
+  tokenizers_ = is_main() ? load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, &train_text, cfg_.train.seed)
+                          : Tokenizers{};
+  if (dist_->active()) tokenizers_ = share_tokenizers();
   train_ = encode_dataset(train_text, tokenizers_, cfg_.data.max_length);
   spdlog::info("[data] train: {} pairs kept, {} skipped as empty, {} skipped as longer than {} tokens",
                train_.examples.size(), train_.skipped_empty, train_.skipped_long, cfg_.data.max_length);
   if (train_.examples.empty()) throw InputError("train: no usable sentence pairs in '" + cfg_.data.train.src + "'");
   valid_ = encode_dataset(valid_text_, tokenizers_, /*max_length=*/0);
   spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid_.examples.size(), valid_.skipped_empty);
+}
+
+// Distributed runs: rank 0's SentencePiece models (trained or loaded above) are sent to the other
+// ranks, which write them into their own train.save_dir when it lacks them or holds others (on
+// one machine the save dir is shared and already holds them), and load them from there.
+Tokenizers Trainer::share_tokenizers() {
+  std::vector<std::string> names = cfg_.tokenizer.shared ? std::vector<std::string>{"spm.model"}
+                                                         : std::vector<std::string>{"spm.src.model", "spm.tgt.model"};
+  for (const auto& name : names) {
+    std::string bytes;
+    if (is_main()) bytes = (name == "spm.tgt.model" ? tokenizers_.tgt : tokenizers_.src)->serialized();
+    bytes = dist_->broadcast_bytes(bytes);
+    if (is_main()) continue;
+    const auto path = (fs::path(cfg_.train.save_dir) / name).string();
+    std::string present;
+    if (fs::exists(path)) present = read_file(path);
+    if (present != bytes) {
+      std::error_code ec;
+      fs::create_directories(cfg_.train.save_dir, ec);
+      write_file_atomic(path, bytes);
+    }
+  }
+  dist_->barrier();  // every rank has the files before anyone reads them
+  return is_main() ? tokenizers_ : load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, nullptr, cfg_.train.seed);
 }
 
 void Trainer::build_model() {
@@ -220,6 +261,11 @@ void Trainer::build_model() {
   spdlog::info("[train] model: {} parameters, attention {}, {} decoder", model_->parameter_count(),
                cfg_.model.attention.type, cfg_.model.decoder.style);
   const auto& t = cfg_.train;
+  if (dist_->active()) {  // the same start everywhere (seeded alike already; this makes it certain)
+    auto state = model_->parameters();
+    for (auto& b : model_->buffers()) state.push_back(b);
+    dist_->broadcast_tensors(state);
+  }
   if (t.optimizer == "adam") {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(t.learning_rate));
@@ -229,63 +275,132 @@ void Trainer::build_model() {
 }
 
 void Trainer::restore_or_start() {
-  const auto checkpoints = list_step_checkpoints(cfg_.train.save_dir);
+  const auto checkpoints = is_main() ? list_step_checkpoints(cfg_.train.save_dir) : std::vector<std::string>{};
   if (!req_.resume) {
     if (!checkpoints.empty()) {
       throw InputError("train.save_dir '" + cfg_.train.save_dir + "' already has checkpoints ('" + checkpoints.front() +
                        "'): use --resume to continue, or choose another save_dir");
     }
     progress_.learning_rate = cfg_.train.learning_rate;
+    progress_.world_size = dist_->world_size();
+    reseed_other_ranks();
     return;
   }
-  if (checkpoints.empty()) {
-    throw InputError("--resume: no checkpoint in '" + cfg_.train.save_dir + "'");
-  }
-  // The newest checkpoint that loads; a damaged newest one (killed while writing a non-atomic
-  // copy, disk trouble) falls back to the one before.
-  for (const auto& path : checkpoints) {
-    try {
-      auto header = read_checkpoint_header(path);
-      if (header.vocab.src != model_->vocab().src || header.vocab.tgt != model_->vocab().tgt) {
-        throw InputError("checkpoint '" + path + "' vocabulary does not match the tokenizer models in the save dir");
+  // Rank 0 picks the newest checkpoint that loads (a damaged newest one -- killed while writing a
+  // non-atomic copy, disk trouble -- falls back to the one before) and sends its bytes to the
+  // other ranks, so that every rank resumes from the same state without a shared file system.
+  std::string chosen, bytes;
+  TrainingProgress progress;
+  if (is_main()) {
+    if (checkpoints.empty()) throw InputError("--resume: no checkpoint in '" + cfg_.train.save_dir + "'");
+    for (const auto& path : checkpoints) {
+      try {
+        auto header = read_checkpoint_header(path);
+        if (header.vocab.src != model_->vocab().src || header.vocab.tgt != model_->vocab().tgt) {
+          throw InputError("checkpoint '" + path + "' vocabulary does not match the tokenizer models in the save dir");
+        }
+        load_checkpoint_state(path, model_, optimizer_.get(), /*restore_rng=*/true);
+        progress = header.progress;
+        chosen = path;
+        break;
+      } catch (const InputError& e) {
+        spdlog::warn("[train] cannot resume from '{}': {}", path, e.what());
       }
-      load_checkpoint_state(path, model_, optimizer_.get(), /*restore_rng=*/true);
-      progress_ = header.progress;
-      set_learning_rate(*optimizer_, progress_.learning_rate);
-      spdlog::info("[train] resumed from '{}' at step {} (epoch {}, batch {})", path, progress_.step,
-                   progress_.epoch + 1, progress_.batch_in_epoch);
-      return;
-    } catch (const InputError& e) {
-      spdlog::warn("[train] cannot resume from '{}': {}", path, e.what());
+    }
+    if (chosen.empty()) throw InputError("--resume: no loadable checkpoint in '" + cfg_.train.save_dir + "'");
+    if (dist_->active()) bytes = read_file(chosen);
+  }
+  if (dist_->active()) {
+    bytes = dist_->broadcast_bytes(bytes);
+    chosen = dist_->broadcast_bytes(chosen);
+    if (!is_main()) {
+      progress = read_checkpoint_header(chosen, &bytes).progress;
+      load_checkpoint_state(chosen, model_, optimizer_.get(), /*restore_rng=*/false, &bytes);
     }
   }
-  throw InputError("--resume: no loadable checkpoint in '" + cfg_.train.save_dir + "'");
+  progress_ = progress;
+  set_learning_rate(*optimizer_, progress_.learning_rate);
+  spdlog::info("[train] resumed from '{}' at step {} (epoch {}, batch {})", chosen, progress_.step,
+               progress_.epoch + 1, progress_.batch_in_epoch);
+  if (progress_.world_size != dist_->world_size()) map_epoch_position(progress_.world_size);
+  progress_.world_size = dist_->world_size();
+  reseed_other_ranks();
 }
 
-bool Trainer::update(const std::vector<size_t>& ids) {
-  auto batch = make_batch(train_.examples, ids, device_);
-  optimizer_->zero_grad();
-  AutocastScope autocast(cfg_.train.precision == "bf16");
-  auto logits = model_->forward(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
-  autocast.end();
-  auto loss = sequence_loss(logits, batch.tgt_out, Tokenizer::kPad, cfg_.train.label_smoothing);
-  auto objective = loss.loss / static_cast<double>(loss.tokens);
-  if (auto aux = model_->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll); aux.defined()) {
-    objective = objective + aux / static_cast<double>(loss.tokens);
+// Ranks other than 0 draw their own dropout masks: a generator seeded from (seed, rank, step).
+// Rank 0 keeps the single-process stream (restored from the checkpoint when resuming).
+void Trainer::reseed_other_ranks() {
+  if (is_main()) return;
+  torch::manual_seed(cfg_.train.seed + 1000003ULL * static_cast<uint64_t>(dist_->rank()) +
+                     static_cast<uint64_t>(progress_.step));
+}
+
+// Resuming with another number of processes: the epoch's global batches differ (their size is
+// per-process batch x processes), so the position in the epoch is carried over as the number of
+// examples already seen; the rest of the epoch is then the new run's own order.
+void Trainer::map_epoch_position(int64_t old_world_size) {
+  const auto old_batches = epoch_batches(progress_.epoch, old_world_size);
+  size_t seen = 0;
+  for (int64_t b = 0; b < progress_.batch_in_epoch && b < static_cast<int64_t>(old_batches.size()); ++b) {
+    seen += old_batches[static_cast<size_t>(b)].size();
   }
-  const double value = objective.item<double>();
+  const auto batches = epoch_batches(progress_.epoch, dist_->world_size());
+  int64_t position = 0;
+  size_t covered = 0;
+  while (position < static_cast<int64_t>(batches.size()) && covered < seen) {
+    covered += batches[static_cast<size_t>(position++)].size();
+  }
+  spdlog::warn("[train] the checkpoint was written by {} process(es), this run has {}: epoch {} resumes after batch "
+               "{} of {} ({} of its examples seen before; the order of the rest differs from an uninterrupted run)",
+               old_world_size, dist_->world_size(), progress_.epoch + 1, position, batches.size(), seen);
+  progress_.batch_in_epoch = position;
+}
+
+// The epoch's global batches: train.batch_size (or batch_tokens) per process, so each global batch
+// is what one process with a world_size times larger batch would train on.
+std::vector<std::vector<size_t>> Trainer::epoch_batches(int64_t epoch, int64_t world_size) const {
+  const auto& t = cfg_.train;
+  return make_batches(train_.examples, static_cast<int>(t.batch_size * world_size),
+                      static_cast<int>(t.batch_tokens * world_size), /*shuffle=*/true, t.seed, static_cast<int>(epoch));
+}
+
+// One update on a global batch. Each rank trains on its slice of it and back-propagates its
+// share of the loss averaged over the global batch's target tokens; the summed gradients are
+// then exactly those of one process on the whole batch.
+bool Trainer::update(const std::vector<size_t>& global_batch) {
+  const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
+  int64_t global_tokens = 0;
+  for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_.examples[i].tgt.size()) + 1;
+  optimizer_->zero_grad();
+  torch::Tensor local_sum;                // smoothed loss (+ auxiliary loss) summed over this rank's tokens
+  std::vector<double> sums{0, 0, 0};      // that sum, the NLL sum, the tokens
+  if (!ids.empty()) {
+    auto batch = make_batch(train_.examples, ids, device_);
+    AutocastScope autocast(cfg_.train.precision == "bf16");
+    auto logits = model_->forward(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
+    autocast.end();
+    auto loss = sequence_loss(logits, batch.tgt_out, Tokenizer::kPad, cfg_.train.label_smoothing);
+    local_sum = loss.loss;
+    if (auto aux = model_->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll); aux.defined()) {
+      local_sum = local_sum + aux;
+    }
+    sums = {local_sum.item<double>(), loss.nll_sum, static_cast<double>(loss.tokens)};
+  }
+  dist_->allreduce_sum(sums);  // a non-finite loss on any rank makes the sum non-finite everywhere
+  const double value = sums[0] / static_cast<double>(global_tokens);
   if (!std::isfinite(value)) {
     optimizer_->zero_grad();
     return false;
   }
-  objective.backward();
+  if (local_sum.defined()) (local_sum / static_cast<double>(global_tokens)).backward();
+  dist_->allreduce_gradients(model_->parameters());
   if (cfg_.train.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), cfg_.train.clip_norm);
   optimizer_->step();
-  window_loss_ += value * loss.tokens;
-  window_nll_ += loss.nll_sum;
-  window_tokens_ += loss.tokens;
+  window_loss_ += sums[0];
+  window_nll_ += sums[1];
+  window_tokens_ += global_tokens;
   ++window_steps_;
-  progress_.target_tokens += loss.tokens;
+  progress_.target_tokens += global_tokens;
   return true;
 }
 
@@ -416,6 +531,27 @@ bool Trainer::should_stop() const {
   return false;
 }
 
+// Every rank stops at the same update: rank 0's criteria (its clock, its validations) and a
+// signal seen by any rank are all-reduced (max) once per update.
+StopDecision Trainer::agree_stop() {
+  std::vector<double> v{is_main() && should_stop() ? 1.0 : 0.0, static_cast<double>(g_stop_signal.load())};
+  dist_->allreduce_max(v);
+  return {v[0] > 0, static_cast<int>(v[1])};
+}
+
+void Trainer::report() {
+  const auto now = std::chrono::steady_clock::now();
+  const double secs = std::chrono::duration<double>(now - window_start_).count();
+  const double loss = window_loss_ / std::max<int64_t>(window_tokens_, 1);
+  const double ppl = std::exp(window_nll_ / std::max<int64_t>(window_tokens_, 1));
+  const double tps = window_tokens_ / std::max(secs, 1e-9);
+  spdlog::info("[train] step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3g} {:.0f} tgt tok/s elapsed {:.0f}s",
+               progress_.step, progress_.epoch + 1, loss, ppl, progress_.learning_rate, tps, progress_.train_seconds);
+  log_->write({{"type", "train"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1}, {"loss", loss},
+               {"ppl", ppl}, {"lr", progress_.learning_rate}, {"tgt_tokens_per_sec", tps},
+               {"elapsed", progress_.train_seconds}});
+}
+
 void Trainer::train_loop() {
   model_->train();
   run_start_ = window_start_ = std::chrono::steady_clock::now();
@@ -424,60 +560,58 @@ void Trainer::train_loop() {
     return seconds_before_run_ +
            std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count();
   };
+  auto reset_window = [&] {
+    window_loss_ = window_nll_ = 0;
+    window_tokens_ = window_steps_ = 0;
+    window_start_ = std::chrono::steady_clock::now();
+  };
   constexpr int64_t kMaxNonFiniteInRow = 10;
-  while (!should_stop()) {
-    auto batches = make_batches(train_.examples, cfg_.train.batch_size, cfg_.train.batch_tokens, /*shuffle=*/true,
-                                cfg_.train.seed, static_cast<int>(progress_.epoch));
-    while (progress_.batch_in_epoch < static_cast<int64_t>(batches.size()) && !should_stop()) {
-      const bool ok = update(batches[progress_.batch_in_epoch]);
-      ++progress_.batch_in_epoch;
-      if (!ok) {
-        ++progress_.skipped_steps;
-        spdlog::warn("[train] non-finite loss at step {}: update skipped ({} in a row)", progress_.step + 1,
-                     nonfinite_in_row_ + 1);
-        if (++nonfinite_in_row_ >= kMaxNonFiniteInRow) {
-          throw RuntimeError("training diverged: " + std::to_string(kMaxNonFiniteInRow) +
-                             " non-finite losses in a row (lower train.learning_rate or set train.clip_norm)");
-        }
-        continue;
-      }
-      nonfinite_in_row_ = 0;
-      ++progress_.step;
-      progress_.train_seconds = elapsed();
-      if (progress_.step % cfg_.train.report_every == 0) {
-        const auto now = std::chrono::steady_clock::now();
-        const double secs = std::chrono::duration<double>(now - window_start_).count();
-        const double loss = window_loss_ / std::max<int64_t>(window_tokens_, 1);
-        const double ppl = std::exp(window_nll_ / std::max<int64_t>(window_tokens_, 1));
-        const double tps = window_tokens_ / std::max(secs, 1e-9);
-        spdlog::info("[train] step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3g} {:.0f} tgt tok/s elapsed {:.0f}s",
-                     progress_.step, progress_.epoch + 1, loss, ppl, progress_.learning_rate, tps,
-                     progress_.train_seconds);
-        log_->write({{"type", "train"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1}, {"loss", loss},
-                     {"ppl", ppl}, {"lr", progress_.learning_rate}, {"tgt_tokens_per_sec", tps},
-                     {"elapsed", progress_.train_seconds}});
-        window_loss_ = window_nll_ = 0;
-        window_tokens_ = window_steps_ = 0;
-        window_start_ = std::chrono::steady_clock::now();
-      }
-      if (progress_.step % cfg_.train.valid_every == 0) {
-        after_validation(validate());
-        window_start_ = std::chrono::steady_clock::now();  // validation time is not training speed
-        window_loss_ = window_nll_ = 0;
-        window_tokens_ = window_steps_ = 0;
-      }
-      if (int sig = g_stop_signal.load()) {
+  auto batches = epoch_batches(progress_.epoch, dist_->world_size());
+  for (;;) {
+    const StopDecision decision = agree_stop();
+    if (decision.signal) {
+      if (is_main()) {
         save_step_checkpoint();
         spdlog::info("[train] {} received: saved step {} and stopped; continue with --resume",
-                     sig == SIGINT ? "SIGINT" : "SIGTERM", progress_.step);
-        return;
+                     decision.signal == SIGINT ? "SIGINT" : "SIGTERM", progress_.step);
       }
+      return;
     }
+    if (decision.stop) break;
     if (progress_.batch_in_epoch >= static_cast<int64_t>(batches.size())) {
       ++progress_.epoch;
       progress_.batch_in_epoch = 0;
+      batches = epoch_batches(progress_.epoch, dist_->world_size());
+      continue;
+    }
+    const bool ok = update(batches[static_cast<size_t>(progress_.batch_in_epoch)]);
+    ++progress_.batch_in_epoch;
+    if (!ok) {
+      ++progress_.skipped_steps;
+      if (is_main()) {
+        spdlog::warn("[train] non-finite loss at step {}: update skipped ({} in a row)", progress_.step + 1,
+                     nonfinite_in_row_ + 1);
+      }
+      if (++nonfinite_in_row_ >= kMaxNonFiniteInRow) {
+        throw RuntimeError("training diverged: " + std::to_string(kMaxNonFiniteInRow) +
+                           " non-finite losses in a row (lower train.learning_rate or set train.clip_norm)");
+      }
+      continue;
+    }
+    nonfinite_in_row_ = 0;
+    ++progress_.step;
+    progress_.train_seconds = elapsed();
+    if (!is_main()) continue;  // rank 0 alone reports, validates and writes checkpoints
+    if (progress_.step % cfg_.train.report_every == 0) {
+      report();
+      reset_window();
+    }
+    if (progress_.step % cfg_.train.valid_every == 0) {
+      after_validation(validate());
+      reset_window();  // validation time is not training speed
     }
   }
+  if (!is_main()) return;
   if (last_validated_step_ != progress_.step) after_validation(validate());
   spdlog::info("[train] finished at step {} (epoch {}), {:.0f}s of training, best valid {} {:.2f}", progress_.step,
                progress_.epoch, progress_.train_seconds, cfg_.train.valid_metric,
@@ -487,27 +621,46 @@ void Trainer::train_loop() {
 
 void Trainer::run() {
   device_ = parse_device(cfg_.device);
-  torch::set_num_threads(cfg_.threads > 0 ? cfg_.threads : static_cast<int>(std::thread::hardware_concurrency()));
-  std::error_code ec;
-  fs::create_directories(cfg_.train.save_dir, ec);
-  if (ec) throw InputError("train.save_dir: cannot create '" + cfg_.train.save_dir + "': " + ec.message());
-  SaveDirLock lock(cfg_.train.save_dir);
-  setup_logging(spdlog::default_logger()->level() == spdlog::level::debug,
-                (fs::path(cfg_.train.save_dir) / "train.log").string());
+  DistributedEnv env;
+  if (req_.distributed) {
+    env = distributed_env_from_environment();
+    if (device_.is_cuda() && !device_.has_index()) device_ = torch::Device(torch::kCUDA, env.local_rank);
+  }
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(cfg_.threads > 0 ? cfg_.threads : std::max(1, cores / env.local_world_size));
+  const bool debug = spdlog::default_logger()->level() == spdlog::level::debug;
+  // Joins the other ranks first: a rank that then fails (a locked save dir, bad data) makes the
+  // others' next collective fail at once instead of waiting for a rendezvous that never comes.
+  dist_ = std::make_unique<Distributed>(env, cfg_.distributed, device_);
+  std::unique_ptr<SaveDirLock> lock;
+  if (is_main()) {
+    std::error_code ec;
+    fs::create_directories(cfg_.train.save_dir, ec);
+    if (ec) throw InputError("train.save_dir: cannot create '" + cfg_.train.save_dir + "': " + ec.message());
+    lock = std::make_unique<SaveDirLock>(cfg_.train.save_dir);
+    setup_logging(debug, (fs::path(cfg_.train.save_dir) / "train.log").string());
+  } else if (!debug) {
+    spdlog::set_level(spdlog::level::warn);  // rank 0 alone logs progress
+  }
   torch::manual_seed(cfg_.train.seed);
   prepare_data();
   build_model();
   restore_or_start();
-  write_file_atomic((fs::path(cfg_.train.save_dir) / "config.yaml").string(), config_to_yaml(cfg_));
-  log_ = std::make_unique<JsonLog>((fs::path(cfg_.train.save_dir) / "log.jsonl").string());
-  const auto batches_per_epoch =
-      make_batches(train_.examples, cfg_.train.batch_size, cfg_.train.batch_tokens, true, cfg_.train.seed, 0).size();
-  spdlog::info("[train] {} threads, device {}, {} batches per epoch", torch::get_num_threads(), device_.str(),
-               batches_per_epoch);
-  log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
-               {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
-               {"threads", torch::get_num_threads()}, {"device", device_.str()},
-               {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume}});
+  const auto batches_per_epoch = epoch_batches(0, dist_->world_size()).size();
+  spdlog::info("[train] {} threads, device {}, {} batches per epoch{}", torch::get_num_threads(), device_.str(),
+               batches_per_epoch,
+               dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),
+                                             dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
+                               : std::string());
+  if (is_main()) {
+    write_file_atomic((fs::path(cfg_.train.save_dir) / "config.yaml").string(), config_to_yaml(cfg_));
+    log_ = std::make_unique<JsonLog>((fs::path(cfg_.train.save_dir) / "log.jsonl").string());
+    log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
+                 {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
+                 {"threads", torch::get_num_threads()}, {"device", device_.str()},
+                 {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
+                 {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
+  }
   g_stop_signal = 0;
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
@@ -527,6 +680,13 @@ void Trainer::run() {
 void train(const TrainRequest& request) {
   check_attention(request.config.model);  // before any data is read
   check_training_inputs(request.config, request.config_source);
+  if (request.nproc > 1) {
+    if (!distributed_available()) {
+      throw InputError("--nproc: this attnmt was built without c10d/Gloo support (install libgloo-dev and rebuild)");
+    }
+    launch_local_workers(request.nproc, request.worker_args, /*kill_after_seconds=*/30);
+    return;
+  }
   Trainer trainer(request);
   trainer.run();
 }

@@ -319,7 +319,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 65);  // one per field of config.h
+  CHECK(keys.size() == 68);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -517,6 +517,16 @@ TEST_CASE("config: validation names the key and the value", "[config]") {
     c = Config();
     c.decode.batch_size = 0;
     CHECK_THAT(validate_error(c), Contains("decode.batch_size must be >= 1"));
+  }
+  SECTION("distributed") {
+    c.distributed.backend = "mpi";
+    CHECK_THAT(validate_error(c), Equals("distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"));
+    c = Config();
+    c.distributed.timeout = 0;
+    CHECK_THAT(validate_error(c), Contains("distributed.timeout must be > 0 (seconds), got 0.0"));
+    c = Config();
+    c.distributed.bucket_mb = -1;
+    CHECK_THAT(validate_error(c), Contains("distributed.bucket_mb must be > 0"));
   }
   SECTION("runtime") {
     c.threads = -1;

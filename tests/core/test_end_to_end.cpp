@@ -2,76 +2,19 @@
 // with beam search, score, resume, and the errors a user sees.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "eval/metrics.h"
+#include "program.h"
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
-
-namespace {
-
-struct Run {
-  int status;
-  std::string output;
-};
-
-Run run(const std::string& args) {
-  const std::string cmd = std::string(ATTNMT_BINARY) + " " + args + " 2>&1";
-  Run r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-fs::path temp_dir(const std::string& name) {
-  auto dir = fs::temp_directory_path() / ("attnmt_e2e_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string tiny_config(const fs::path& save_dir, int max_steps) {
-  const std::string data = ATTNMT_TEST_DATA_DIR;
-  std::ostringstream c;
-  c << "data:\n"
-    << "  train: {src: " << data << "/tiny.de, tgt: " << data << "/tiny.en}\n"
-    << "  valid: {src: " << data << "/tiny.de, tgt: " << data << "/tiny.en}\n"
-    << "tokenizer: {vocab_size: 400, shared: true}\n"
-    << "model:\n"
-    << "  embedding_size: 64\n"
-    << "  encoder: {hidden_size: 64, layers: 1, dropout: 0.0}\n"
-    << "  decoder: {hidden_size: 64, layers: 1, dropout: 0.0}\n"
-    << "  attention: {type: luong_general}\n"
-    << "train:\n"
-    << "  save_dir: " << save_dir.string() << "\n"
-    << "  batch_size: 10\n"
-    << "  max_steps: " << max_steps << "\n"
-    << "  learning_rate: 0.01\n"
-    << "  label_smoothing: 0.0\n"
-    << "  valid_every: 300\n"
-    << "  report_every: 50\n"
-    << "decode: {beam_size: 3}\n"
-    << "threads: 1\n";
-  return c.str();
-}
-
-void write(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-}
-
-}  // namespace
+using attnmt::test::run;
+using attnmt::test::temp_dir;
+using attnmt::test::tiny_config;
+using attnmt::test::write;
 
 TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them", "[e2e]") {
   auto dir = temp_dir("overfit");

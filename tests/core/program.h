@@ -1,0 +1,74 @@
+// Running the real attnmt program from tests: its exit status and output, a temp dir, and the
+// tiny overfitting config (30 pairs of tests/data) that the end-to-end tests train.
+#pragma once
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace attnmt::test {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int status;          // exit code, or 128 + signal
+  std::string output;  // stdout and stderr
+};
+
+// `args` is shell text after the program name (redirections allowed).
+inline Run run(const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + std::string(ATTNMT_BINARY) + " " + args + " 2>&1";
+  Run r{0, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline fs::path temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("attnmt_e2e_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+inline std::string tiny_config(const fs::path& save_dir, int max_steps) {
+  const std::string data = ATTNMT_TEST_DATA_DIR;
+  std::ostringstream c;
+  c << "data:\n"
+    << "  train: {src: " << data << "/tiny.de, tgt: " << data << "/tiny.en}\n"
+    << "  valid: {src: " << data << "/tiny.de, tgt: " << data << "/tiny.en}\n"
+    << "tokenizer: {vocab_size: 400, shared: true}\n"
+    << "model:\n"
+    << "  embedding_size: 64\n"
+    << "  encoder: {hidden_size: 64, layers: 1, dropout: 0.0}\n"
+    << "  decoder: {hidden_size: 64, layers: 1, dropout: 0.0}\n"
+    << "  attention: {type: luong_general}\n"
+    << "train:\n"
+    << "  save_dir: " << save_dir.string() << "\n"
+    << "  batch_size: 10\n"
+    << "  max_steps: " << max_steps << "\n"
+    << "  learning_rate: 0.01\n"
+    << "  label_smoothing: 0.0\n"
+    << "  valid_every: 300\n"
+    << "  report_every: 50\n"
+    << "decode: {beam_size: 3}\n"
+    << "threads: 1\n";
+  return c.str();
+}
+
+inline void write(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+}  // namespace attnmt::test
