@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "eval/metrics.h"
 #include "util/error.h"
+#include "util/text_io.h"
 
 namespace attnmt::cli {
 
@@ -25,26 +26,6 @@ struct ScoreOptions {
   std::string metrics = "bleu,chrf";
   bool json = false;
 };
-
-// One line per element; a trailing "\r" (CRLF files) is dropped.
-std::vector<std::string> read_stream_lines(std::istream& in) {
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
-// The one place files are read (to be replaced by util/text_io's read_lines).
-std::vector<std::string> read_text_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) throw InputError("cannot open '" + path + "'");
-  std::vector<std::string> lines = read_stream_lines(in);
-  if (in.bad()) throw InputError("cannot read '" + path + "'");
-  return lines;
-}
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
@@ -81,10 +62,10 @@ std::vector<std::string> parse_metrics(const std::string& spec) {
 
 void run_score(const ScoreOptions& options) {
   const std::vector<std::string> metrics = parse_metrics(options.metrics);
-  const std::vector<std::string> refs = read_text_lines(options.ref_path);
+  const std::vector<std::string> refs = read_lines(options.ref_path);
   const std::string hyp_name = options.hyp_path.empty() ? "<stdin>" : options.hyp_path;
   const std::vector<std::string> hyps =
-      options.hyp_path.empty() ? read_stream_lines(std::cin) : read_text_lines(options.hyp_path);
+      read_lines(options.hyp_path.empty() ? "-" : options.hyp_path);
   // Checked here (not left to corpus_bleu) so that the message names both files.
   if (hyps.size() != refs.size()) {
     throw InputError("'" + hyp_name + "' has " + std::to_string(hyps.size()) +

@@ -17,30 +17,6 @@
 
 namespace attnmt::cli {
 
-namespace {
-
-std::vector<std::string> read_input(const std::string& path) {
-  if (!path.empty() && path != "-") return read_lines(path);
-  // stdin: same checks as files
-  std::vector<std::string> lines;
-  std::string line;
-  size_t n = 0;
-  while (std::getline(std::cin, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find('\0') != std::string::npos) {
-      throw InputError("<stdin> line " + std::to_string(n) + ": NUL byte at byte " + std::to_string(line.find('\0')));
-    }
-    if (auto bad = find_invalid_utf8(line); bad != std::string::npos) {
-      throw InputError("<stdin> line " + std::to_string(n) + ": invalid UTF-8 at byte " + std::to_string(bad));
-    }
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
-}  // namespace
-
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string model, checkpoint, input, output, attention_out, device;
@@ -79,7 +55,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       throw InputError("--n-best (" + std::to_string(options.search.n_best) + ") cannot exceed the beam size (" +
                        std::to_string(options.search.beam_size) + ")");
     }
-    const auto lines = read_input(o->input);
+    const auto lines = read_lines(o->input.empty() ? "-" : o->input);
     Seq2SeqStepModel step_model(loaded.model);
     auto results = translate_lines(step_model, loaded.tokenizers, lines, options);
 

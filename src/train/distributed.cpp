@@ -29,7 +29,7 @@ namespace attnmt {
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+[[maybe_unused]] std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 int env_int(const char* name, int fallback, bool required) {
   const char* v = std::getenv(name);
@@ -201,6 +201,7 @@ void Distributed::allreduce_max(std::vector<double>& values) {
 
 void Distributed::allreduce_gradients(const std::vector<torch::Tensor>& parameters) {
   if (!active()) return;
+  const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;
   grads.reserve(parameters.size());
@@ -257,6 +258,7 @@ void Distributed::allreduce_gradients(const std::vector<torch::Tensor>& paramete
       }
     }
   });
+  gradient_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::string Distributed::broadcast_bytes(const std::string& bytes_on_rank0) {

@@ -69,6 +69,8 @@ class Distributed {
   // Overwrites every rank's tensors with rank 0's.
   void broadcast_tensors(const std::vector<torch::Tensor>& tensors);
   void barrier();
+  // Wall seconds spent in allreduce_gradients so far: the transfer plus the wait for the slowest rank.
+  double gradient_seconds() const { return gradient_seconds_; }
 
  private:
   struct Impl;
@@ -76,6 +78,7 @@ class Distributed {
   DistributedConfig config_;
   torch::Device device_;
   std::unique_ptr<Impl> impl_;
+  double gradient_seconds_ = 0;
 };
 
 // The examples of a global batch that `rank` of `world_size` trains on: the rank-th of

@@ -208,6 +208,7 @@ class Trainer {
   double window_loss_ = 0, window_nll_ = 0;
   int64_t window_tokens_ = 0, window_steps_ = 0;
   std::chrono::steady_clock::time_point window_start_, run_start_;
+  double window_allreduce_start_ = 0;  // dist_->gradient_seconds() when the window began
   double seconds_before_run_ = 0;
   int64_t last_validated_step_ = -1;
 };
@@ -545,11 +546,19 @@ void Trainer::report() {
   const double loss = window_loss_ / std::max<int64_t>(window_tokens_, 1);
   const double ppl = std::exp(window_nll_ / std::max<int64_t>(window_tokens_, 1));
   const double tps = window_tokens_ / std::max(secs, 1e-9);
-  spdlog::info("[train] step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3g} {:.0f} tgt tok/s elapsed {:.0f}s",
-               progress_.step, progress_.epoch + 1, loss, ppl, progress_.learning_rate, tps, progress_.train_seconds);
-  log_->write({{"type", "train"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1}, {"loss", loss},
-               {"ppl", ppl}, {"lr", progress_.learning_rate}, {"tgt_tokens_per_sec", tps},
-               {"elapsed", progress_.train_seconds}});
+  nlohmann::json record = {{"type", "train"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1}, {"loss", loss},
+                           {"ppl", ppl}, {"lr", progress_.learning_rate}, {"tgt_tokens_per_sec", tps},
+                           {"elapsed", progress_.train_seconds}};
+  std::string allreduce;
+  if (dist_->active()) {  // share of the window rank 0 spent in the gradient all-reduce
+    const double share = (dist_->gradient_seconds() - window_allreduce_start_) / std::max(secs, 1e-9);
+    record["allreduce_share"] = share;
+    allreduce = fmt::format(" all-reduce {:.0f}%", 100 * share);
+  }
+  spdlog::info("[train] step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3g} {:.0f} tgt tok/s{} elapsed {:.0f}s",
+               progress_.step, progress_.epoch + 1, loss, ppl, progress_.learning_rate, tps, allreduce,
+               progress_.train_seconds);
+  log_->write(record);
 }
 
 void Trainer::train_loop() {
@@ -564,6 +573,7 @@ void Trainer::train_loop() {
     window_loss_ = window_nll_ = 0;
     window_tokens_ = window_steps_ = 0;
     window_start_ = std::chrono::steady_clock::now();
+    window_allreduce_start_ = dist_->gradient_seconds();
   };
   constexpr int64_t kMaxNonFiniteInRow = 10;
   auto batches = epoch_batches(progress_.epoch, dist_->world_size());

@@ -41,9 +41,11 @@ size_t find_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
-std::vector<std::string> read_lines(const std::string& path, const LineCheck& check) {
-  if (std::filesystem::is_directory(path)) throw InputError("cannot read '" + path + "': Is a directory");
-  gzFile f = gzopen(path.c_str(), "rb");
+std::vector<std::string> read_lines(const std::string& file, const LineCheck& check) {
+  const bool from_stdin = file == "-";
+  const std::string path = from_stdin ? "<stdin>" : file;  // as messages name it
+  if (!from_stdin && std::filesystem::is_directory(file)) throw InputError("cannot read '" + path + "': Is a directory");
+  gzFile f = from_stdin ? gzdopen(::dup(STDIN_FILENO), "rb") : gzopen(file.c_str(), "rb");
   if (!f) throw InputError("cannot read '" + path + "': " + std::strerror(errno ? errno : ENOENT));
   gzbuffer(f, 1 << 17);
   std::vector<std::string> lines;

@@ -13,7 +13,8 @@ struct LineCheck {
   size_t max_line_bytes = 1 << 20;  // longer lines are an error (file:line named)
 };
 
-// Reads all lines; strips a trailing "\r" (CRLF accepted) and accepts a missing final newline.
+// Reads all lines of a file ("-": standard input, named "<stdin>" in messages); strips a trailing
+// "\r" (CRLF accepted) and accepts a missing final newline.
 // Rejects invalid UTF-8, NUL bytes and lines longer than check.max_line_bytes. An empty file
 // yields an empty vector (callers decide whether that is an error).
 std::vector<std::string> read_lines(const std::string& path, const LineCheck& check = {});
