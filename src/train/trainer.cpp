@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <ATen/autocast_mode.h>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -93,6 +94,19 @@ class AutocastScope {
  private:
   bool enabled_;
 };
+
+// A run killed while saving leaves its "<file>.tmp.<pid>" behind (the real file is untouched: the
+// temp file is renamed over it only once complete). The lock is held, so none is being written.
+void remove_stale_temp_files(const std::string& save_dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(save_dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) {
+      spdlog::info("[train] removing '{}', left by a run stopped while writing it", entry.path().string());
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
 
 struct BatchTensors {
   torch::Tensor src, lengths, tgt_in, tgt_out;
@@ -186,6 +200,7 @@ class Trainer {
   ValidResult validate();
   void after_validation(const ValidResult& v);
   void save_step_checkpoint();
+  void check_finite_parameters();
   void evaluate_test();
   bool should_stop() const;
   StopDecision agree_stop();
@@ -395,7 +410,14 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   }
   if (local_sum.defined()) (local_sum / static_cast<double>(global_tokens)).backward();
   dist_->allreduce_gradients(model_->parameters());
-  if (cfg_.train.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), cfg_.train.clip_norm);
+  // The global gradient norm (clipped to train.clip_norm when set): a non-finite one (an overflow
+  // in backward) skips the update like a non-finite loss, so parameters never become NaN/Inf.
+  const double max_norm = cfg_.train.clip_norm > 0 ? cfg_.train.clip_norm : std::numeric_limits<double>::infinity();
+  const double grad_norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), max_norm);
+  if (!std::isfinite(grad_norm)) {
+    optimizer_->zero_grad();
+    return false;
+  }
   optimizer_->step();
   window_loss_ += sums[0];
   window_nll_ += sums[1];
@@ -474,6 +496,7 @@ void Trainer::after_validation(const ValidResult& v) {
   log_->write(j);
   save_step_checkpoint();
   if (improved) {
+    check_finite_parameters();
     save_checkpoint((fs::path(cfg_.train.save_dir) / "best.pt").string(), cfg_, model_, optimizer_.get(), progress_);
   }
   if (cfg_.train.patience > 0 && progress_.bad_validations >= cfg_.train.patience) {
@@ -483,7 +506,19 @@ void Trainer::after_validation(const ValidResult& v) {
   last_validated_step_ = progress_.step;
 }
 
+// Last line of defence behind the skipped non-finite updates: a checkpoint never holds NaN/Inf.
+void Trainer::check_finite_parameters() {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : model_->named_parameters()) {
+    if (!torch::isfinite(p.value()).all().item<bool>()) {
+      throw RuntimeError("parameter '" + p.key() + "' is not finite at step " + std::to_string(progress_.step) +
+                         ": no checkpoint written (the ones in train.save_dir are from before)");
+    }
+  }
+}
+
 void Trainer::save_step_checkpoint() {
+  check_finite_parameters();
   const auto path = (fs::path(cfg_.train.save_dir) / ("ckpt." + std::to_string(progress_.step) + ".pt")).string();
   save_checkpoint(path, cfg_, model_, optimizer_.get(), progress_);
   auto all = list_step_checkpoints(cfg_.train.save_dir);
@@ -599,12 +634,13 @@ void Trainer::train_loop() {
     if (!ok) {
       ++progress_.skipped_steps;
       if (is_main()) {
-        spdlog::warn("[train] non-finite loss at step {}: update skipped ({} in a row)", progress_.step + 1,
+        spdlog::warn("[train] non-finite loss or gradient at step {}: update skipped ({} in a row)", progress_.step + 1,
                      nonfinite_in_row_ + 1);
       }
       if (++nonfinite_in_row_ >= kMaxNonFiniteInRow) {
         throw RuntimeError("training diverged: " + std::to_string(kMaxNonFiniteInRow) +
-                           " non-finite losses in a row (lower train.learning_rate or set train.clip_norm)");
+                           " non-finite losses or gradients in a row (lower train.learning_rate or set "
+                           "train.clip_norm); the checkpoints in train.save_dir are from before");
       }
       continue;
     }
@@ -649,6 +685,7 @@ void Trainer::run() {
     if (ec) throw InputError("train.save_dir: cannot create '" + cfg_.train.save_dir + "': " + ec.message());
     lock = std::make_unique<SaveDirLock>(cfg_.train.save_dir);
     setup_logging(debug, (fs::path(cfg_.train.save_dir) / "train.log").string());
+    remove_stale_temp_files(cfg_.train.save_dir);
   } else if (!debug) {
     spdlog::set_level(spdlog::level::warn);  // rank 0 alone logs progress
   }

@@ -99,7 +99,7 @@ TEST_CASE("distributed: 2 processes x batch B give the parameters of 1 process x
   fs::remove_all(dir);
 }
 
-TEST_CASE("distributed: --resume with another number of processes", "[distributed][e2e]") {
+TEST_CASE("distributed: resume with another number of processes", "[distributed][e2e]") {
   if (!attnmt::distributed_available()) {
     WARN("built without c10d/Gloo (libgloo-dev): skipped");
     return;

@@ -1,0 +1,172 @@
+// Faults lose nothing: exact --resume, SIGTERM/SIGINT, the save-dir lock, diverging training,
+// a save that cannot be written. Through the real program (scripts/kill_test.sh does the
+// random SIGKILLs).
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <string>
+
+#include "program.h"
+#include "train/checkpoint.h"
+#include "util/text_io.h"
+
+namespace fs = std::filesystem;
+using attnmt::test::run;
+using attnmt::test::temp_dir;
+using attnmt::test::tiny_config;
+using attnmt::test::write;
+
+namespace {
+
+std::string shell(const std::string& script) {
+  FILE* p = popen(("bash -c '" + script + "' 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// Every parameter and buffer of a checkpoint's model, by name.
+std::map<std::string, torch::Tensor> checkpoint_tensors(const fs::path& path) {
+  auto m = attnmt::load_model(path.parent_path().string(), path.string(), "cpu");
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : m.model->named_parameters()) out[p.key()] = p.value();
+  for (const auto& b : m.model->named_buffers()) out["buffer." + b.key()] = b.value();
+  return out;
+}
+
+bool all_finite(const fs::path& checkpoint) {
+  auto m = attnmt::load_model(checkpoint.parent_path().string(), checkpoint.string(), "cpu");
+  for (const auto& p : m.model->parameters()) {
+    if (!torch::isfinite(p).all().item<bool>()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "[reliability][e2e]") {
+  auto dir = temp_dir("exact_resume");
+  // dropout on (the RNG must be restored), Adam (its moments too), validation every 7 updates;
+  // 30 pairs in batches of 8 = 4 batches per epoch, so the stop falls inside an epoch.
+  write(dir / "c.yaml", tiny_config(dir / "straight", 21));
+  const std::string cfg = (dir / "c.yaml").string() +
+                          " --set train.batch_size=8 --set train.valid_every=7"
+                          " --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3";
+  auto straight = run("train " + cfg);
+  INFO(straight.output);
+  REQUIRE(straight.status == 0);
+  auto first = run("train " + cfg + " --set train.max_steps=14 --set train.save_dir=" + (dir / "resumed").string());
+  REQUIRE(first.status == 0);
+  auto second = run("train " + cfg + " --resume --set train.save_dir=" + (dir / "resumed").string());
+  INFO(second.output);
+  REQUIRE(second.status == 0);
+  REQUIRE(second.output.find("resumed from") != std::string::npos);
+
+  const auto a = checkpoint_tensors(dir / "straight" / "ckpt.21.pt");
+  const auto b = checkpoint_tensors(dir / "resumed" / "ckpt.21.pt");
+  REQUIRE(a.size() == b.size());
+  REQUIRE(a.size() > 10);  // after 7 more updates, equal parameters need equal Adam moments too
+  for (const auto& [name, t] : a) {
+    INFO(name);
+    REQUIRE(b.count(name));
+    CHECK(torch::equal(t, b.at(name)));  // bit-identical
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGTERM and SIGINT save a checkpoint and exit 0 within seconds", "[reliability][e2e]") {
+  const char* signal = GENERATE("TERM", "INT");
+  auto dir = temp_dir(std::string("signal_") + signal);
+  write(dir / "c.yaml", tiny_config(dir / "m", 1000000));
+  const std::string log = (dir / "log").string();
+  // bash gives background jobs SIGINT ignored; attnmt installs its own handler all the same
+  const auto out = shell(std::string(ATTNMT_BINARY) + " train " + (dir / "c.yaml").string() +
+                         " --set train.report_every=20 > " + log + " 2>&1 & L=$!; " +
+                         "for i in $(seq 300); do grep -q \"step 40 \" " + log + " && break; sleep 0.1; done; " +
+                         "t0=$(date +%s%N); kill -" + signal + " $L; wait $L; rc=$?; " +
+                         "echo \"rc=$rc ms=$(( ($(date +%s%N) - t0) / 1000000 ))\"");
+  const auto text = attnmt::read_file(log);
+  INFO(out << text);
+  CHECK(out.find("rc=0 ") != std::string::npos);
+  const auto ms = std::stol(out.substr(out.find("ms=") + 3));
+  CHECK(ms < 5000);
+  CHECK(text.find(std::string("SIG") + signal + " received: saved step") != std::string::npos);
+  const auto checkpoints = attnmt::list_step_checkpoints((dir / "m").string());
+  REQUIRE(checkpoints.size() == 1);
+  // and training goes on from it
+  const auto step = std::stol(fs::path(checkpoints.front()).stem().extension().string().substr(1));
+  auto resumed = run("train " + (dir / "c.yaml").string() + " --resume --set train.max_steps=" + std::to_string(step + 5));
+  INFO(resumed.output);
+  CHECK(resumed.status == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a second training on the same save dir is refused, naming the first's pid", "[reliability][e2e]") {
+  auto dir = temp_dir("lock");
+  write(dir / "c.yaml", tiny_config(dir / "m", 1000000));
+  const std::string log = (dir / "log").string();
+  const auto out = shell(std::string(ATTNMT_BINARY) + " train " + (dir / "c.yaml").string() +
+                         " --set train.report_every=20 > " + log + " 2>&1 & L=$!; " +
+                         "for i in $(seq 300); do grep -q \"step 20 \" " + log + " && break; sleep 0.1; done; " +
+                         ATTNMT_BINARY + " train " + (dir / "c.yaml").string() + " --resume; echo \"rc=$? first=$L\"; " +
+                         "kill -TERM $L; wait $L");
+  INFO(out);
+  CHECK(out.find("rc=2 ") != std::string::npos);
+  const auto first = out.substr(out.find("first=") + 6);
+  CHECK(out.find("is in use by another attnmt train (pid " + first.substr(0, first.find('\n')) + ")") !=
+        std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("diverging training: non-finite updates are skipped, counted, then stop; no NaN checkpoint",
+          "[reliability][e2e]") {
+  auto dir = temp_dir("diverge");
+  write(dir / "c.yaml", tiny_config(dir / "m", 1000));
+  // SGD at 1e30 without clipping: the parameters explode after the first update and every loss
+  // after is Inf/NaN. Validation (and a checkpoint) every update.
+  auto r = run("train " + (dir / "c.yaml").string() +
+               " --set train.optimizer=sgd --set train.learning_rate=1e30 --set train.clip_norm=0"
+               " --set train.valid_every=1 --set train.valid_metric=ppl");
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(r.output.find("update skipped (10 in a row)") != std::string::npos);
+  CHECK(r.output.find("attnmt: error: training diverged: 10 non-finite losses or gradients in a row") !=
+        std::string::npos);
+  const auto checkpoints = attnmt::list_step_checkpoints((dir / "m").string());
+  REQUIRE(!checkpoints.empty());
+  for (const auto& c : checkpoints) {
+    INFO(c);
+    CHECK(all_finite(c));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a checkpoint that cannot be written: clear error, the previous one intact", "[reliability][e2e]") {
+  auto dir = temp_dir("full_disk");
+  write(dir / "c.yaml", tiny_config(dir / "m", 4));
+  const std::string cfg = (dir / "c.yaml").string();
+  auto first = run("train " + cfg);
+  REQUIRE(first.status == 0);
+  const auto before = attnmt::read_file((dir / "m" / "ckpt.4.pt").string());
+  // A file-size limit below a checkpoint's size stands in for a full disk: write() fails with
+  // EFBIG (SIGXFSZ ignored) exactly where ENOSPC would.
+  const auto limit_kb = before.size() / 1024 / 2;
+  const auto out = shell("trap \"\" XFSZ; ulimit -f " + std::to_string(limit_kb) + "; " + ATTNMT_BINARY + " train " +
+                         cfg + " --resume --set train.max_steps=8; echo rc=$?");
+  INFO(out);
+  CHECK(out.find("rc=1") != std::string::npos);
+  CHECK(out.find("attnmt: error: cannot write '") != std::string::npos);
+  CHECK(out.find("File too large") != std::string::npos);
+  // the previous checkpoint is untouched and still resumes
+  CHECK(attnmt::read_file((dir / "m" / "ckpt.4.pt").string()) == before);
+  auto again = run("train " + cfg + " --resume --set train.max_steps=8");
+  INFO(again.output);
+  CHECK(again.status == 0);
+  CHECK(fs::exists(dir / "m" / "ckpt.8.pt"));
+  fs::remove_all(dir);
+}
