@@ -21,6 +21,7 @@
 #include <variant>
 
 #include "util/error.h"
+#include "util/text_io.h"
 
 namespace attnmt {
 namespace {
@@ -419,6 +420,9 @@ void apply_override(Config& config, const std::string& override_text) {
   const Field* field = find_field(key);
   if (!field && !is_section(key)) throw_unknown_key(key, source, YAML::Mark::null_mark());
 
+  if (find_invalid_utf8(override_text) != std::string::npos || override_text.find('\0') != std::string::npos) {
+    throw InputError(source.label + ": invalid UTF-8");  // yaml-cpp may loop forever on it
+  }
   YAML::Node value;
   try {
     value = YAML::Load(override_text.substr(eq + 1));
@@ -493,6 +497,16 @@ std::vector<std::string> config_keys() {
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides) {
   const Source source{in_quotes(source_name), /*has_lines=*/true};
+  // yaml-cpp 0.7 loops forever on some invalid UTF-8 (found by tools/fuzz/fuzz_config: ",\xFA"):
+  // a config is text, so bad bytes are rejected here, by line, before the parser sees them.
+  if (const auto bad = find_invalid_utf8(yaml_text); bad != std::string::npos || yaml_text.find('\0') != std::string::npos) {
+    const size_t at = std::min(bad, yaml_text.find('\0'));
+    const size_t line = 1 + static_cast<size_t>(std::count(yaml_text.begin(), yaml_text.begin() + at, '\n'));
+    const size_t line_start = yaml_text.rfind('\n', at == 0 ? 0 : at - 1);
+    const size_t column = at - (line_start == std::string::npos || at == 0 ? 0 : line_start + 1);
+    throw InputError(source.label + " line " + std::to_string(line) + ": " +
+                     (yaml_text[at] == '\0' ? "NUL byte" : "invalid UTF-8") + " at byte " + std::to_string(column));
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(yaml_text);

@@ -28,6 +28,21 @@ std::string executable_dir() {
 // Loads libattnmt_spm.so once: $ATTNMT_SPM_PLUGIN, next to the executable, its parent (tests
 // live in build/tests), or the build directory it was compiled in.
 using CreateFn = SpmBackend* (*)();
+// AddressSanitizer refuses RTLD_DEEPBIND. Sanitized builds (scripts/fuzz.sh, scripts/sanitize.sh)
+// load the module without it: fine in processes without LibTorch (the fuzzers), while sanitized
+// LibTorch processes must not load SentencePiece (sanitize.sh leaves those tests out).
+#if defined(__SANITIZE_ADDRESS__)
+#define ATTNMT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ATTNMT_ASAN 1
+#endif
+#endif
+#ifdef ATTNMT_ASAN
+constexpr int kDlopenFlags = RTLD_NOW | RTLD_LOCAL;
+#else
+constexpr int kDlopenFlags = RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+#endif
 CreateFn spm_factory() {
   static CreateFn create = [] {
     std::vector<std::string> candidates;
@@ -40,7 +55,7 @@ CreateFn spm_factory() {
     std::string errors;
     for (const auto& path : candidates) {
       if (!fs::exists(path)) continue;
-      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      void* handle = ::dlopen(path.c_str(), kDlopenFlags);
       if (!handle) {
         errors += std::string(" ") + ::dlerror();
         continue;

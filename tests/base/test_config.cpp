@@ -703,3 +703,17 @@ TEST_CASE("config: doubles are written short and exact", "[config]") {
   CHECK_THAT(yaml, Contains(" learning_rate: 0.0003\n"));
   CHECK_THAT(yaml, Contains("coverage_loss: 2.5e+17\n"));
 }
+
+TEST_CASE("config: invalid UTF-8 and NUL bytes are errors, not a hang in yaml-cpp", "[config]") {
+  // ",\xFA" made yaml-cpp 0.7's LoadAll loop forever (found by tools/fuzz/fuzz_config).
+  CHECK_THAT(parse_error(",\xFA"), Equals("'cfg.yaml' line 1: invalid UTF-8 at byte 1"));
+  CHECK_THAT(parse_error("threads: 1\ndevice: c\xC3pu\n"), Equals("'cfg.yaml' line 2: invalid UTF-8 at byte 9"));
+  CHECK_THAT(parse_error(std::string("threads: 1\n\0", 12)), Equals("'cfg.yaml' line 2: NUL byte at byte 0"));
+  std::string message;
+  try {
+    attnmt::parse_config("threads: 1\n", "cfg.yaml", {"device=\xFA"});
+  } catch (const attnmt::InputError& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Contains("invalid UTF-8"));
+}
