@@ -5,6 +5,7 @@
 // a new option is one line here plus its field (and comment) in config.h.
 #include "config/loader.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <variant>
@@ -484,6 +486,19 @@ void check_readable(const std::string& key, const std::string& path) {
   std::fclose(file);
 }
 
+// Receives a document's parse events and ignores them (parse_config counts documents with it).
+struct DocumentCounter : YAML::EventHandler {
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -497,8 +512,7 @@ std::vector<std::string> config_keys() {
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides) {
   const Source source{in_quotes(source_name), /*has_lines=*/true};
-  // yaml-cpp 0.7 loops forever on some invalid UTF-8 (found by tools/fuzz/fuzz_config: ",\xFA"):
-  // a config is text, so bad bytes are rejected here, by line, before the parser sees them.
+  // A config is text: bad bytes are rejected here, by line, before the parser sees them.
   if (const auto bad = find_invalid_utf8(yaml_text); bad != std::string::npos || yaml_text.find('\0') != std::string::npos) {
     const size_t at = std::min(bad, yaml_text.find('\0'));
     const size_t line = 1 + static_cast<size_t>(std::count(yaml_text.begin(), yaml_text.begin() + at, '\n'));
@@ -507,22 +521,28 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
     throw InputError(source.label + " line " + std::to_string(line) + ": " +
                      (yaml_text[at] == '\0' ? "NUL byte" : "invalid UTF-8") + " at byte " + std::to_string(column));
   }
-  std::vector<YAML::Node> documents;
+  // The first document, and whether there is a second. Not YAML::LoadAll: yaml-cpp 0.7's parser
+  // can return empty documents forever without consuming input (",#++" -- found by
+  // tools/fuzz/fuzz_config), so documents are counted with a cap.
+  YAML::Node root;
+  size_t documents = 0;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    root = YAML::Load(yaml_text);
+    std::istringstream in(yaml_text);
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    while (documents < 2 && parser.HandleNextDocument(counter)) ++documents;
   } catch (const YAML::Exception& e) {
     throw_syntax_error(source, e);
   }
-  if (documents.size() > 1) {
-    throw InputError(source.label + ": expected one YAML document, found " +
-                     std::to_string(documents.size()) + " (separated by '---')");
+  if (documents > 1) {
+    throw InputError(source.label + ": expected one YAML document, found more (separated by '---'?)");
   }
-  if (documents.empty() || documents[0].IsNull()) {
+  if (root.IsNull()) {
     throw InputError(source.label +
                      ": the config is empty (expected a map of keys such as "
                      "'data:', 'model:', 'train:')");
   }
-  const YAML::Node& root = documents[0];
   if (!root.IsMap()) {
     throw InputError(source.label +
                      ": the top level must be a map of keys (such as 'data:', "

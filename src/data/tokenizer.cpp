@@ -142,7 +142,13 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
     std::vector<std::string> all;
     for (const auto* side : sides) all.insert(all.end(), side->begin(), side->end());
     const auto start = std::chrono::steady_clock::now();
-    Tokenizer::train(all, path(prefix), config, seed);
+    // Trained under a temporary name and renamed into place (.vocab first, .model last): a run
+    // killed meanwhile leaves no half-written model that the next run would take for a real one.
+    const auto temp = path(prefix + ".tmp." + std::to_string(::getpid()));
+    Tokenizer::train(all, temp, config, seed);
+    fs::rename(temp + ".vocab", path(prefix + ".vocab"), ec);
+    fs::rename(temp + ".model", model, ec);
+    if (ec) throw RuntimeError("cannot write '" + model + "': " + ec.message());
     auto tok = std::make_shared<Tokenizer>(model);
     spdlog::info("[data] trained SentencePiece {} model, {} pieces, on {} lines in {:.1f}s -> {}", config.model_type,
                  tok->vocab_size(), all.size(),
