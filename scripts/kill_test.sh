@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# SIGKILL at random moments loses nothing: trains a small model on tests/data (checkpoint every
-# 10 updates, ~35 MB each, so saves take a while), kills it with SIGKILL KILLS times (every other
-# kill aimed just after a validation, i.e. while the checkpoint is being written), resumes after
-# each kill, and at the end resumes to the last step. Checks that every run after the first
-# resumed from a checkpoint without an error, and that training reaches the end.
+# SIGKILL at random moments loses nothing: trains a small model on tests/data (a checkpoint every
+# 10 updates, 16 MB with Adam's moments, plus best.pt), kills it with SIGKILL KILLS times and
+# resumes after each kill; at the end resumes to the last step. Odd kills fall at a random moment
+# 1-11 s after the start; even ones, once a checkpoint exists, the moment a checkpoint's temp file
+# appears (i.e. while it is being written). Checks that no run failed, that every run after
+# the first resumed from a checkpoint (none had to fall back to an older one), and that training
+# reaches the end.
 #   scripts/kill_test.sh [KILLS] [SEED]        (default 20 kills)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,15 +23,16 @@ data:
   valid: {src: $data/tiny.de, tgt: $data/tiny.en}
 tokenizer: {vocab_size: 400}
 model:
-  embedding_size: 256
-  encoder: {hidden_size: 256, layers: 2}
-  decoder: {hidden_size: 256, layers: 2}
+  embedding_size: 128
+  encoder: {hidden_size: 128, layers: 2}
+  decoder: {hidden_size: 128, layers: 2}
 train:
   save_dir: $dir/model
   batch_size: 10
-  max_steps: 400
+  max_steps: 200
   learning_rate: 0.002
   valid_every: 10
+  valid_metric: ppl
   report_every: 10
   keep_checkpoints: 2
 threads: 2
@@ -42,12 +45,12 @@ for ((k = 1; k <= kills; k++)); do
   ls "$dir"/model/ckpt.*.pt >/dev/null 2>&1 && args=(--resume)
   build/attnmt train "$dir/config.yaml" "${args[@]}" >"$log" 2>&1 &
   pid=$!
-  if ((k % 2 == 0)); then
-    # aim at a save: wait for the next validation line, then kill 0-150 ms later
-    for _ in $(seq 400); do grep -q "^\[.*\] \[valid\]" "$log" 2>/dev/null && break; sleep 0.025; done
-    sleep "0.$(printf '%03d' $((RANDOM % 150)))"
+  if ((k % 2 == 0)) && ((${#args[@]})); then
+    # aim at a save: kill as soon as a checkpoint's temp file exists (at most 60 s of waiting)
+    end=$((SECONDS + 60))
+    until compgen -G "$dir/model/*.tmp.*" >/dev/null || ((SECONDS > end)); do :; done
   else
-    sleep "$((RANDOM % 3)).$(printf '%03d' $((RANDOM % 1000)))"
+    sleep "$((1 + RANDOM % 10)).$(printf '%03d' $((RANDOM % 1000)))"
   fi
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
@@ -64,7 +67,7 @@ done
 
 final=$dir/final.log
 build/attnmt train "$dir/config.yaml" --resume >"$final" 2>&1 || { echo "[kill_test] the final resume failed:"; tail -3 "$final"; exit 1; }
-grep -q "finished at step 400" "$final" || { echo "[kill_test] did not reach step 400"; tail -3 "$final"; exit 1; }
+grep -q "finished at step 200" "$final" || { echo "[kill_test] did not reach step 200"; tail -3 "$final"; exit 1; }
 grep -q "left by a run stopped while writing it" "$final" && stale=$((stale + 1))
 echo "[kill_test] $kills SIGKILLs, $during_save of them while a checkpoint was being written;" \
-     "$resumed resumes from a checkpoint, none failed, $fallback fell back to an older checkpoint; $stale leftover temp file(s) cleaned up; finished at step 400"
+     "$resumed resumes from a checkpoint, none failed, $fallback fell back to an older checkpoint; $stale leftover temp file(s) cleaned up; finished at step 200"

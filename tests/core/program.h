@@ -34,6 +34,19 @@ inline Run run(const std::string& args, const std::string& env = "") {
   return r;
 }
 
+// Runs a bash script (for tests that start, signal and kill processes); returns its output.
+// The script is put in single quotes: it must not contain any.
+inline std::string shell(const std::string& script) {
+  FILE* p = popen(("bash -c '" + script + "' 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
 inline fs::path temp_dir(const std::string& name) {
   auto dir = fs::temp_directory_path() / ("attnmt_e2e_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -16,10 +16,7 @@
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
-using attnmt::test::run;
-using attnmt::test::temp_dir;
-using attnmt::test::tiny_config;
-using attnmt::test::write;
+using namespace attnmt::test;
 
 namespace {
 

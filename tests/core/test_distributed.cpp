@@ -11,10 +11,7 @@
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
-using attnmt::test::run;
-using attnmt::test::temp_dir;
-using attnmt::test::tiny_config;
-using attnmt::test::write;
+using namespace attnmt::test;
 
 namespace {
 
@@ -32,18 +29,6 @@ double max_parameter_difference(const fs::path& a, const fs::path& b) {
     worst = std::max(worst, (item.value() - *other).abs().max().item<double>());
   }
   return worst;
-}
-
-// Runs a shell script (the test kills processes by pid from it); returns its output.
-std::string shell(const std::string& script) {
-  FILE* p = popen(("bash -c '" + script + "' 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
 }
 
 }  // namespace

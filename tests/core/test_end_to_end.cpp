@@ -11,10 +11,7 @@
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
-using attnmt::test::run;
-using attnmt::test::temp_dir;
-using attnmt::test::tiny_config;
-using attnmt::test::write;
+using namespace attnmt::test;
 
 TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them", "[e2e]") {
   auto dir = temp_dir("overfit");

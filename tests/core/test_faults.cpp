@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "program.h"
@@ -12,23 +13,9 @@
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
-using attnmt::test::run;
-using attnmt::test::temp_dir;
-using attnmt::test::tiny_config;
-using attnmt::test::write;
+using namespace attnmt::test;
 
 namespace {
-
-std::string shell(const std::string& script) {
-  FILE* p = popen(("bash -c '" + script + "' 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
 
 // Every parameter and buffer of a checkpoint's model, by name.
 std::map<std::string, torch::Tensor> checkpoint_tensors(const fs::path& path) {
