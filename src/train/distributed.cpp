@@ -162,15 +162,12 @@ std::string Distributed::backend() const {
 
 namespace {
 
-// Runs a collective; any failure (a peer gone, a timeout) becomes one RuntimeError naming this rank.
+// Runs a collective; any failure (a peer gone, a timeout) becomes one RuntimeError naming this
+// rank (c10::Error's what() starts with its message; the backtrace follows on later lines).
 template <typename F>
 void collective(const DistributedEnv& env, const char* what, F&& f) {
   try {
     f();
-  } catch (const c10::Error& e) {
-    throw RuntimeError("distributed: rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) +
-                       ": " + what + " failed (another rank stopped, crashed or timed out): " +
-                       first_line(e.what_without_backtrace()));
   } catch (const std::exception& e) {
     throw RuntimeError("distributed: rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) +
                        ": " + what + " failed (another rank stopped, crashed or timed out): " + first_line(e.what()));

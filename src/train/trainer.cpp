@@ -248,17 +248,17 @@ void Trainer::prepare_data() {
 // ranks, which write them into their own train.save_dir when it lacks them or holds others (on
 // one machine the save dir is shared and already holds them), and load them from there.
 Tokenizers Trainer::share_tokenizers() {
-  std::vector<std::string> names = cfg_.tokenizer.shared ? std::vector<std::string>{"spm.model"}
-                                                         : std::vector<std::string>{"spm.src.model", "spm.tgt.model"};
-  for (const auto& name : names) {
-    std::string bytes;
-    if (is_main()) bytes = (name == "spm.tgt.model" ? tokenizers_.tgt : tokenizers_.src)->serialized();
-    bytes = dist_->broadcast_bytes(bytes);
+  // rank 0's model files, by the names load_or_train_tokenizers gave them
+  std::vector<std::shared_ptr<Tokenizer>> models{tokenizers_.src};
+  if (is_main() && tokenizers_.tgt != tokenizers_.src) models.push_back(tokenizers_.tgt);
+  const auto count = std::stoul(dist_->broadcast_bytes(std::to_string(models.size())));
+  for (size_t i = 0; i < count; ++i) {
+    const auto name =
+        dist_->broadcast_bytes(is_main() ? fs::path(models[i]->model_path()).filename().string() : std::string());
+    const auto bytes = dist_->broadcast_bytes(is_main() ? models[i]->serialized() : std::string());
     if (is_main()) continue;
     const auto path = (fs::path(cfg_.train.save_dir) / name).string();
-    std::string present;
-    if (fs::exists(path)) present = read_file(path);
-    if (present != bytes) {
+    if (!fs::exists(path) || read_file(path) != bytes) {
       std::error_code ec;
       fs::create_directories(cfg_.train.save_dir, ec);
       write_file_atomic(path, bytes);
