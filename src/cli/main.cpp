@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "util/error.h"
 #include "util/logging.h"
+#include "util/runtime.h"
 
 namespace {
 
@@ -18,6 +19,7 @@ int fail(const std::string& message, int code) {
 
 int main(int argc, char** argv) {
   using namespace attnmt;
+  tune_process();
   CLI::App app{"attnmt: RNN encoder-decoder NMT with pluggable attention"};
   app.set_version_flag("--version", std::string("attnmt ") + ATTNMT_VERSION);
   app.require_subcommand(1);

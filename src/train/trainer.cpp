@@ -28,6 +28,7 @@
 #include "train/distributed.h"
 #include "train/loss.h"
 #include "util/error.h"
+#include "util/runtime.h"
 #include "util/logging.h"
 #include "util/text_io.h"
 
@@ -694,8 +695,8 @@ void Trainer::run() {
   build_model();
   restore_or_start();
   const auto batches_per_epoch = epoch_batches(0, dist_->world_size()).size();
-  spdlog::info("[train] {} threads, device {}, {} batches per epoch{}", torch::get_num_threads(), device_.str(),
-               batches_per_epoch,
+  spdlog::info("[train] {} threads ({}), device {}, {} batches per epoch{}", torch::get_num_threads(),
+               blas_description(), device_.str(), batches_per_epoch,
                dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),
                                              dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
                                : std::string());
@@ -704,8 +705,8 @@ void Trainer::run() {
     log_ = std::make_unique<JsonLog>((fs::path(cfg_.train.save_dir) / "log.jsonl").string());
     log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
                  {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
-                 {"threads", torch::get_num_threads()}, {"device", device_.str()},
-                 {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
+                 {"threads", torch::get_num_threads()}, {"blas", blas_description()},
+                 {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
                  {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
   }
   g_stop_signal = 0;

@@ -1,0 +1,70 @@
+#include "util/runtime.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <strings.h>
+
+#include <cstdlib>
+#include <string_view>
+
+namespace attnmt {
+
+namespace {
+
+std::string g_switched_from;  // the kernels OpenBLAS had chosen, when tune_process() changed them
+
+const char* openblas_core() {
+  using CoreName = char* (*)();
+  auto name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return name != nullptr ? name() : nullptr;
+}
+
+bool has_avx512_kernels(const char* core) {
+  for (const char* avx512 : {"SkylakeX", "Cooperlake", "SapphireRapids", "Zen4"}) {
+    if (strcasecmp(core, avx512) == 0) return true;
+  }
+  return false;
+}
+
+void choose_openblas_kernels() {
+  const char* keep = std::getenv("ATTNMT_BLAS_CORE");
+  if (keep != nullptr && std::string_view(keep) == "keep") return;
+  using Fn = void (*)();
+  auto quit = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  const char* core = openblas_core();
+  if (quit == nullptr || init == nullptr || core == nullptr || has_avx512_kernels(core)) return;
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))) {
+    return;
+  }
+  g_switched_from = core;
+  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);  // gotoblas_dynamic_init reads it; children inherit it
+  quit();
+  init();
+}
+
+void keep_freed_memory() {
+  const char* mode = std::getenv("ATTNMT_MALLOC");
+  if ((mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr) return;
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+}
+
+}  // namespace
+
+void tune_process() {
+  choose_openblas_kernels();
+  keep_freed_memory();
+}
+
+std::string blas_description() {
+  const char* core = openblas_core();
+  if (core == nullptr) return "not OpenBLAS";
+  std::string out = std::string("OpenBLAS ") + core;
+  if (!g_switched_from.empty()) out += " (switched from " + g_switched_from + ")";
+  return out;
+}
+
+}  // namespace attnmt
