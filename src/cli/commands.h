@@ -17,5 +17,6 @@ struct GlobalOptions {
 void add_train_command(CLI::App& app, const GlobalOptions& global);
 void add_translate_command(CLI::App& app, const GlobalOptions& global);
 void add_score_command(CLI::App& app, const GlobalOptions& global);
+void add_bench_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnmt::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   cli::add_train_command(app, global);
   cli::add_translate_command(app, global);
   cli::add_score_command(app, global);
+  cli::add_bench_command(app, global);
 
   try {
     app.parse(argc, argv);

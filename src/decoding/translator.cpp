@@ -76,6 +76,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
         Translation tr;
         tr.text = tokenizers.tgt->decode(std::vector<int>(hyp.tokens.begin(), hyp.tokens.end()));
         tr.score = hyp.score;
+        tr.target_tokens = hyp.tokens.size() + (hyp.finished ? 1 : 0);
         if (options.search.return_attention) {
           tr.src_pieces = src_pieces;
           for (auto id : hyp.tokens) tr.tgt_pieces.push_back(tokenizers.tgt->piece(static_cast<int>(id)));

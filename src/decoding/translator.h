@@ -22,6 +22,7 @@ struct Translation {
   std::vector<std::string> src_pieces;   // source subwords (+ "</s>")
   std::vector<std::string> tgt_pieces;   // target subwords (+ "</s>" if finished)
   double score = 0;
+  size_t target_tokens = 0;             // generated subwords, </s> included when finished
   std::vector<std::vector<float>> attention;  // [tgt_pieces][src_pieces], if requested
 };
 

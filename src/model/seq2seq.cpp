@@ -60,6 +60,11 @@ Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths,
                                    const torch::Tensor& tgt_in, torch::Tensor* attention) {
+  return generate(hidden_states(src, lengths, tgt_in, attention));  // [B, T, V]: one GEMM for all steps
+}
+
+torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::Tensor& lengths,
+                                         const torch::Tensor& tgt_in, torch::Tensor* attention) {
   auto enc = encode(src, lengths);
   const auto drop = F::DropoutFuncOptions().p(config_.decoder.dropout).training(is_training());
   // Time-major so that step t reads a contiguous [B, *] slice.
@@ -78,8 +83,7 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
     if (attention) weights.push_back(w);
   }
   if (attention) *attention = torch::stack(weights, 1);  // [B, T, S]
-  auto hidden = torch::stack(outputs, 1);                 // [B, T, H]
-  return generate(hidden);                                // [B, T, V]: one GEMM for all steps
+  return torch::stack(outputs, 1);                        // [B, T, H]
 }
 
 torch::Tensor Seq2SeqImpl::step(const torch::Tensor& prev, const AttentionMemory& memory,

@@ -36,6 +36,12 @@ class Seq2SeqImpl : public torch::nn::Module {
   // attention (if not null) receives [B, T, S].
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& lengths,
                         const torch::Tensor& tgt_in, torch::Tensor* attention = nullptr);
+  // forward() without the output layer: the attentional states h~ [B, T, H] (training feeds them
+  // to output_layer_loss() with output_weight() / output_bias()).
+  torch::Tensor hidden_states(const torch::Tensor& src, const torch::Tensor& lengths, const torch::Tensor& tgt_in,
+                              torch::Tensor* attention = nullptr);
+  const torch::Tensor& output_weight() const { return out_weight_; }
+  const torch::Tensor& output_bias() const { return out_bias_; }
 
   // One decoding step: prev [N] -> logits [N, V].
   torch::Tensor step(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,

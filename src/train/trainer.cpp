@@ -27,6 +27,7 @@
 #include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/loss.h"
+#include "train/optimizer.h"
 #include "util/error.h"
 #include "util/runtime.h"
 #include "util/logging.h"
@@ -393,10 +394,12 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   std::vector<double> sums{0, 0, 0};      // that sum, the NLL sum, the tokens
   if (!ids.empty()) {
     auto batch = make_batch(train_.examples, ids, device_);
-    AutocastScope autocast(cfg_.train.precision == "bf16");
-    auto logits = model_->forward(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
+    const bool bf16 = cfg_.train.precision == "bf16";
+    AutocastScope autocast(bf16);
+    auto hidden = model_->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
     autocast.end();
-    auto loss = sequence_loss(logits, batch.tgt_out, Tokenizer::kPad, cfg_.train.label_smoothing);
+    auto loss = output_layer_loss(hidden, model_->output_weight(), model_->output_bias(), batch.tgt_out,
+                                  Tokenizer::kPad, cfg_.train.label_smoothing, bf16);
     local_sum = loss.loss;
     if (auto aux = model_->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll); aux.defined()) {
       local_sum = local_sum + aux;
@@ -411,15 +414,17 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   }
   if (local_sum.defined()) (local_sum / static_cast<double>(global_tokens)).backward();
   dist_->allreduce_gradients(model_->parameters());
-  // The global gradient norm (clipped to train.clip_norm when set): a non-finite one (an overflow
-  // in backward) skips the update like a non-finite loss, so parameters never become NaN/Inf.
-  const double max_norm = cfg_.train.clip_norm > 0 ? cfg_.train.clip_norm : std::numeric_limits<double>::infinity();
-  const double grad_norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), max_norm);
+  // The global gradient norm (clipped to train.clip_norm when set, the scale folded into the
+  // update): a non-finite one (an overflow in backward) skips the update like a non-finite loss,
+  // so parameters never become NaN/Inf.
+  const double grad_norm = gradient_norm(model_->parameters());
   if (!std::isfinite(grad_norm)) {
     optimizer_->zero_grad();
     return false;
   }
-  optimizer_->step();
+  const double clip = cfg_.train.clip_norm;
+  const double clip_coef = clip > 0 ? clip / (grad_norm + 1e-6) : 1.0;  // as clip_grad_norm_
+  optimizer_step(*optimizer_, std::min(1.0, clip_coef));
   window_loss_ += sums[0];
   window_nll_ += sums[1];
   window_tokens_ += global_tokens;
@@ -436,8 +441,9 @@ ValidResult Trainer::validate() {
   int64_t tokens = 0;
   for (const auto& ids : make_batches(valid_.examples, cfg_.train.batch_size, 0, false, 0, 0)) {
     auto batch = make_batch(valid_.examples, ids, device_);
-    auto logits = model_->forward(batch.src, batch.lengths, batch.tgt_in);
-    auto loss = sequence_loss(logits, batch.tgt_out, Tokenizer::kPad, 0.0);
+    auto hidden = model_->hidden_states(batch.src, batch.lengths, batch.tgt_in);
+    auto loss = output_layer_loss(hidden, model_->output_weight(), model_->output_bias(), batch.tgt_out,
+                                  Tokenizer::kPad, 0.0);
     nll += loss.nll_sum;
     tokens += loss.tokens;
   }

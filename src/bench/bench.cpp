@@ -1,0 +1,375 @@
+#include "bench/bench.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <thread>
+
+#include "bench/flops.h"
+#include "config/loader.h"
+#include "data/batcher.h"
+#include "data/corpus.h"
+#include "eval/metrics.h"
+#include "util/error.h"
+#include "util/runtime.h"
+#include "util/logging.h"
+#include "util/text_io.h"
+
+namespace attnmt {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  const double median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {median, v.front(), v.back()};
+}
+
+json to_json(const Stats& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw RuntimeError("bench: cannot find this program's path (/proc/self/exe)");
+  return p.string();
+}
+
+struct ChildResult {
+  double seconds = 0;     // spawn to exit
+  double peak_rss_mib = 0;
+};
+
+// Runs this program with `args`, stdout and stderr to `log`; throws with the log's last line
+// when it fails.
+ChildResult run_child(const std::vector<std::string>& args, const std::string& log) {
+  static const std::string exe = self_exe();
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw RuntimeError("bench: fork failed");
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    ::execv(exe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0) {
+    if (errno != EINTR) throw RuntimeError("bench: wait for the child failed");
+  }
+  ChildResult r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string last;
+    for (const auto& line : read_lines(log)) {
+      if (!line.empty()) last = line;
+    }
+    throw RuntimeError("bench: '" + args.front() + "' failed (" +
+                       (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                          : "signal " + std::to_string(WTERMSIG(status))) +
+                       "; log " + log + "): " + last);
+  }
+  return r;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+bool cpu_has_bf16() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+}
+
+int resolve_threads(int threads) {
+  return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// GFLOP/s of one product shape (median of 3 timings of >= 0.1 s each): forward [m,k]x[k,n] and
+// the two backward orientations ([m,n]x[n,k]^T-like and [k,m]x[m,n]), averaged by time.
+double gemm_gflops(const GemmShape& s, int64_t batch, torch::Dtype dtype) {
+  const auto opt = torch::TensorOptions().dtype(dtype);
+  std::vector<std::function<torch::Tensor()>> products;
+  if (s.batched) {
+    auto a = torch::randn({batch, s.m, s.k}, opt), b = torch::randn({batch, s.k, s.n}, opt);
+    auto gy = torch::randn({batch, s.m, s.n}, opt);
+    products = {[=] { return torch::bmm(a, b); }, [=] { return torch::bmm(gy, b.transpose(1, 2)); },
+                [=] { return torch::bmm(a.transpose(1, 2), gy); }};
+  } else {
+    auto x = torch::randn({s.m, s.k}, opt), w = torch::randn({s.n, s.k}, opt);  // y = x w^T, as nn::Linear
+    auto gy = torch::randn({s.m, s.n}, opt);
+    products = {[=] { return torch::mm(x, w.t()); }, [=] { return torch::mm(gy, w); },
+                [=] { return torch::mm(gy.t(), x); }};
+  }
+  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n) *
+                       static_cast<double>(s.batched ? batch : 1) * static_cast<double>(products.size());
+  std::vector<double> rates;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (auto& p : products) p();  // warm-up
+    int64_t iters = 0;
+    const auto start = Clock::now();
+    double seconds = 0;
+    do {
+      for (auto& p : products) p();
+      ++iters;
+      seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (seconds < 0.1);
+    rates.push_back(flops * static_cast<double>(iters) / seconds / 1e9);
+  }
+  return stats_of(rates).median;
+}
+
+// The model's ceiling: the time its products would take at the measured rates, as GFLOP/s.
+json gemm_ceiling(const ModelArithmetic& arith, int64_t batch, torch::Dtype dtype) {
+  double total_flops = 0, total_seconds = 0;
+  json shapes = json::array();
+  for (const auto& s : arith.gemms) {
+    const double rate = gemm_gflops(s, batch, dtype);
+    const double flops = s.flops() * s.calls_per_batch * static_cast<double>(s.batched ? batch : 1);
+    total_flops += flops;
+    total_seconds += flops / (rate * 1e9);
+    shapes.push_back({{"name", s.name}, {"m", s.m}, {"k", s.k}, {"n", s.n}, {"batched", s.batched},
+                      {"share_of_flops", flops / arith.forward_flops_per_batch}, {"gflops", rate}});
+  }
+  GemmShape square{"square_1024", false, 1024, 1024, 1024, 1, 1024};
+  return {{"gflops", total_flops / total_seconds / 1e9}, {"square_1024_gflops", gemm_gflops(square, 1, dtype)},
+          {"shapes", shapes}};
+}
+
+std::string str(double v, int decimals = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+json run_bench(const BenchOptions& o) {
+  if (o.configs.empty()) throw InputError("bench: no config given");
+  if (!o.models.empty() && o.models.size() != o.configs.size()) {
+    throw InputError("bench: --model must be given once per config (" + std::to_string(o.configs.size()) + ")");
+  }
+  if (o.repeats < 1 || o.window_steps < 1) throw InputError("bench: --repeats and --window-steps must be >= 1");
+  const std::string work = o.work_dir.empty() ? (fs::temp_directory_path() / ("attnmt_bench." + std::to_string(::getpid()))).string()
+                                              : o.work_dir;
+  fs::create_directories(work);
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  json results = {
+      {"machine",
+       {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}, {"libtorch", TORCH_VERSION},
+        {"blas", blas_description()}, {"bf16", cpu_has_bf16()}, {"omp_wait_policy", wait_policy ? wait_policy : ""}}},
+      {"runs", json::array()}};
+  spdlog::info("[bench] {} | {} cores | LibTorch {} | {}", results["machine"]["cpu"].get<std::string>(),
+               std::thread::hardware_concurrency(), TORCH_VERSION, blas_description());
+
+  for (size_t c = 0; c < o.configs.size(); ++c) {
+    const auto& config_path = o.configs[c];
+    const Config cfg = load_config_file(config_path);
+    const std::string name = fs::path(config_path).stem().string();
+    const std::string model_dir = o.models.empty() ? cfg.train.save_dir : o.models[c];
+    const bool have_model = fs::exists(fs::path(model_dir) / "best.pt") ||
+                            (fs::is_directory(model_dir) && [&] {
+                              for (const auto& e : fs::directory_iterator(model_dir))
+                                if (e.path().extension() == ".pt") return true;
+                              return false;
+                            }());
+    for (const int requested : o.threads) {
+      const int threads = resolve_threads(requested);
+      const std::string tag = name + ".t" + std::to_string(threads);
+      json run = {{"config", config_path}, {"name", name}, {"threads", threads}, {"precision", cfg.train.precision},
+                  {"attention", cfg.model.attention.type}, {"batch_size", cfg.train.batch_size}};
+      const std::string dir = (fs::path(work) / tag).string();
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      // Tokenizers: the decode model's, so that no child trains SentencePiece again.
+      for (const char* f : {"spm.model", "spm.vocab", "spm.src.model", "spm.src.vocab", "spm.tgt.model", "spm.tgt.vocab"}) {
+        std::error_code ec;
+        if (fs::exists(fs::path(model_dir) / f)) fs::copy_file(fs::path(model_dir) / f, fs::path(dir) / f, ec);
+      }
+
+      if (o.train) {
+        const int steps = o.window_steps * (o.repeats + 1);
+        spdlog::info("[bench] {}: training {} updates at {} thread(s)", name, steps, threads);
+        auto child = run_child({"train", config_path, "--threads", std::to_string(threads), "--set",
+                                "train.save_dir=" + dir, "--set", "train.max_steps=" + std::to_string(steps), "--set",
+                                "train.report_every=" + std::to_string(o.window_steps), "--set",
+                                "train.valid_every=1000000000", "--set", "train.max_minutes=0", "--set",
+                                "train.max_epochs=0", "--set", "train.valid_metric=ppl", "--set", "train.patience=0",
+                                "--set", "data.test.src=", "--set", "data.test.tgt="},
+                               dir + "/train.out");
+        std::vector<double> windows;
+        for (const auto& line : read_lines(dir + "/log.jsonl")) {
+          if (line.empty()) continue;
+          auto j = json::parse(line);
+          if (j.value("type", "") == "train" && j.value("step", 0) > o.window_steps) {
+            windows.push_back(j["tgt_tokens_per_sec"].get<double>());
+          }
+        }
+        run["train"] = {{"tgt_tokens_per_sec", to_json(stats_of(windows))}, {"windows", windows},
+                        {"window_steps", o.window_steps}, {"peak_rss_mib", child.peak_rss_mib}};
+      }
+
+      // The arithmetic, from the training data's mean real lengths under the model's tokenizers.
+      torch::set_num_threads(threads);
+      const auto tokenizers = load_or_train_tokenizers(cfg.tokenizer, dir, nullptr, cfg.train.seed);
+      const auto data = encode_dataset(read_parallel(cfg.data.train, "data.train"), tokenizers, cfg.data.max_length);
+      double src_tokens = 0, tgt_tokens = 0;
+      for (const auto& ex : data.examples) {
+        src_tokens += static_cast<double>(ex.src.size() + 1);
+        tgt_tokens += static_cast<double>(ex.tgt.size() + 1);
+      }
+      const double n = std::max<double>(1, static_cast<double>(data.examples.size()));
+      const auto arith = model_arithmetic(cfg.model, tokenizers.tgt->vocab_size(), cfg.train.batch_size,
+                                          src_tokens / n, tgt_tokens / n);
+      run["flops"] = {{"train_flops_per_target_token", arith.train_flops_per_target_token},
+                      {"mean_src_tokens", src_tokens / n}, {"mean_tgt_tokens", tgt_tokens / n}};
+      if (o.gemm) {
+        spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, threads);
+        run["ceiling"]["fp32"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kFloat);
+        if (cpu_has_bf16()) run["ceiling"]["bf16"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kBFloat16);
+        if (run.contains("train")) {
+          const double achieved = run["train"]["tgt_tokens_per_sec"]["median"].get<double>() *
+                                  arith.train_flops_per_target_token / 1e9;
+          run["train"]["achieved_gflops"] = achieved;
+          const std::string ceiling = cfg.train.precision == "bf16" && run["ceiling"].contains("bf16") ? "bf16" : "fp32";
+          run["train"]["utilisation"] = achieved / run["ceiling"][ceiling]["gflops"].get<double>();
+          run["train"]["utilisation_of"] = ceiling;
+        }
+      }
+
+      if (o.decode && have_model) {
+        const std::string src = o.test_src.empty() ? cfg.data.test.src : o.test_src;
+        const std::string ref = o.test_tgt.empty() ? cfg.data.test.tgt : o.test_tgt;
+        if (src.empty()) throw InputError("bench: " + config_path + " has no data.test and no --test-src was given");
+        const auto refs = ref.empty() ? std::vector<std::string>{} : read_lines(ref);
+        struct Mode {
+          std::string name;
+          int beam, batch;
+        };
+        std::vector<Mode> modes = {{"greedy", 1, cfg.decode.batch_size},
+                                   {"beam", cfg.decode.beam_size, cfg.decode.batch_size}};
+        if (o.baseline) modes.push_back({"beam_one_sentence", cfg.decode.beam_size, 1});
+        for (const auto& mode : modes) {
+          std::vector<double> whole, inner, whole_tok, inner_tok, rss;
+          double bleu = -1;
+          for (int r = 0; r < o.repeats; ++r) {
+            spdlog::info("[bench] {}: decoding ({}, beam {}, batch {}) at {} thread(s), run {}/{}", name, mode.name,
+                         mode.beam, mode.batch, threads, r + 1, o.repeats);
+            const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
+            auto child = run_child({"translate", "--model", model_dir, "--input", src, "--output", hyp,
+                                    "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
+                                    "--threads", std::to_string(threads), "--stats", stats_file},
+                                   dir + "/" + mode.name + ".out");
+            const auto stats = json::parse(read_file(stats_file));
+            const double sentences = stats["sentences"].get<double>(), tokens = stats["target_tokens"].get<double>();
+            const double seconds = stats["translate_seconds"].get<double>();
+            whole.push_back(sentences / child.seconds);
+            whole_tok.push_back(tokens / child.seconds);
+            inner.push_back(sentences / seconds);
+            inner_tok.push_back(tokens / seconds);
+            rss.push_back(child.peak_rss_mib);
+            if (r == 0 && !refs.empty()) bleu = corpus_bleu(read_lines(hyp), refs).score;
+          }
+          run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch},
+                                      {"sentences_per_sec_process", to_json(stats_of(whole))},
+                                      {"tokens_per_sec_process", to_json(stats_of(whole_tok))},
+                                      {"sentences_per_sec_translate", to_json(stats_of(inner))},
+                                      {"tokens_per_sec_translate", to_json(stats_of(inner_tok))},
+                                      {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu}};
+        }
+        run["decode_model"] = model_dir;
+      } else if (o.decode) {
+        run["decode_skipped"] = "no trained model in " + model_dir;
+        spdlog::warn("[bench] {}: no trained model in '{}': decoding not measured", name, model_dir);
+      }
+      results["runs"].push_back(run);
+    }
+  }
+  return results;
+}
+
+std::string bench_table(const json& results) {
+  auto fig = [](const json& s, int decimals = 0) {
+    return str(s["median"].get<double>(), decimals) + " (" + str(s["min"].get<double>(), decimals) + "–" +
+           str(s["max"].get<double>(), decimals) + ")";
+  };
+  const auto& m = results["machine"];
+  std::string out = "Machine: " + m["cpu"].get<std::string>() + ", " + std::to_string(m["cores"].get<int>()) +
+                    " cores; LibTorch " + m["libtorch"].get<std::string>() + "; " + m["blas"].get<std::string>() +
+                    "; OMP_WAIT_POLICY=" + m["omp_wait_policy"].get<std::string>() + "\n\n";
+  out += "| config | threads | train tgt tok/s | train peak RSS MiB | MFLOP/tok | achieved GFLOP/s | ceiling GFLOP/s "
+         "(fp32 / bf16) | utilisation | greedy sent/s | beam sent/s | beam 1-at-a-time sent/s | decode peak RSS MiB "
+         "| BLEU greedy / beam |\n";
+  out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : results["runs"]) {
+    out += "| " + r["name"].get<std::string>() + (r["precision"] == "bf16" ? " (bf16)" : "") + " | " +
+           std::to_string(r["threads"].get<int>()) + " | ";
+    if (r.contains("train")) {
+      out += fig(r["train"]["tgt_tokens_per_sec"]) + " | " + str(r["train"]["peak_rss_mib"].get<double>()) + " | ";
+    } else {
+      out += "– | – | ";
+    }
+    out += str(r["flops"]["train_flops_per_target_token"].get<double>() / 1e6, 1) + " | ";
+    out += r.contains("train") && r["train"].contains("achieved_gflops")
+               ? str(r["train"]["achieved_gflops"].get<double>(), 1) + " | "
+               : "– | ";
+    if (r.contains("ceiling")) {
+      out += str(r["ceiling"]["fp32"]["gflops"].get<double>(), 1) +
+             (r["ceiling"].contains("bf16") ? " / " + str(r["ceiling"]["bf16"]["gflops"].get<double>(), 1) : "") + " | ";
+    } else {
+      out += "– | ";
+    }
+    out += r.contains("train") && r["train"].contains("utilisation")
+               ? str(100 * r["train"]["utilisation"].get<double>()) + "% of " + r["train"]["utilisation_of"].get<std::string>() + " | "
+               : "– | ";
+    if (r.contains("decode")) {
+      const auto& d = r["decode"];
+      out += fig(d["greedy"]["sentences_per_sec_process"]) + " | " + fig(d["beam"]["sentences_per_sec_process"]) + " | ";
+      out += d.contains("beam_one_sentence") ? fig(d["beam_one_sentence"]["sentences_per_sec_process"], 1) + " | " : "– | ";
+      double rss = 0;
+      for (const auto& [k, v] : d.items()) rss = std::max(rss, v["peak_rss_mib"].get<double>());
+      out += str(rss) + " | " + str(d["greedy"]["bleu"].get<double>(), 2) + " / " + str(d["beam"]["bleu"].get<double>(), 2) + " |\n";
+    } else {
+      out += "– | – | – | – | – |\n";
+    }
+  }
+  out += "\nFigures: median (min–max) of the windows / runs. Decoding sentences/s are for the whole process "
+         "(start to exit, model loading included); bench.json also has translating alone and tokens/s.\n";
+  return out;
+}
+
+}  // namespace attnmt
