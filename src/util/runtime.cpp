@@ -48,8 +48,8 @@ void choose_openblas_kernels() {
 void keep_freed_memory() {
   const char* mode = std::getenv("ATTNMT_MALLOC");
   if ((mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr) return;
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
 }  // namespace
