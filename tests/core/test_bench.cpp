@@ -1,0 +1,63 @@
+// The benchmark's analytic FLOPs (bench/flops.h) against a count by hand, and `attnmt bench` end
+// to end on a tiny config.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "bench/flops.h"
+#include "program.h"
+#include "util/error.h"
+
+using namespace attnmt;
+namespace fs = std::filesystem;
+
+TEST_CASE("model_arithmetic counts every matrix product of a step", "[bench]") {
+  ModelConfig m;
+  m.embedding_size = 4;
+  m.encoder.hidden_size = 3;  // bi-LSTM, 1 layer: memory 6 wide, 12 gates
+  m.encoder.layers = 1;
+  m.decoder.hidden_size = 5;  // 2-layer input-feeding LSTM: 20 gates
+  m.decoder.layers = 2;
+  m.attention.type = "luong_general";
+  // B = 2 sentences, 3 source and 4 target tokens each, V = 7. By hand (2 m k n per product):
+  //   encoder input 2 dirs x 2*6*4*12 = 1152; recurrent 2 dirs x 3 steps x 2*2*3*12 = 864
+  //   keys 2*6*6*5 = 360; scores 4 steps x 2 x 2*5*3 = 240; context 4 x 2 x 2*3*6 = 288
+  //   decoder embeddings 2*8*4*20 = 1280; feeding 4 x 2*2*5*20 = 1600; recurrent 2 layers x 1600
+  //   = 3200; layer 2 input 1600; combine 4 x 2*2*11*5 = 880; output 2*8*5*7 = 560
+  const double forward = 1152 + 864 + 360 + 240 + 288 + 1280 + 1600 + 3200 + 1600 + 880 + 560;
+  const auto a = model_arithmetic(m, 7, 2, 3.0, 4.0);
+  CHECK(a.forward_flops_per_batch == Approx(forward));
+  CHECK(a.train_flops_per_target_token == Approx(3 * forward / 8));
+  // Dot scores drop the key projection; unknown arithmetic is an error, not a guess.
+  m.attention.type = "luong_dot";
+  CHECK(model_arithmetic(m, 7, 2, 3.0, 4.0).forward_flops_per_batch == Approx(forward - 360 - 240 + 4 * 2 * 2 * 6 * 3));
+  m.attention.type = "local_p";
+  CHECK_THROWS_AS(model_arithmetic(m, 7, 2, 3.0, 4.0), InputError);
+}
+
+TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
+  const auto dir = test::temp_dir("bench");
+  const std::string config = (dir / "tiny.yaml").string(), data = ATTNMT_TEST_DATA_DIR;
+  test::write(config, test::tiny_config(dir / "model", 30));
+  REQUIRE(test::run("train " + config).status == 0);  // the decoding model
+  const auto r = test::run("bench " + config + " --threads 1 --repeats 2 --window-steps 2 --no-baseline --test-src " +
+                           data + "/tiny.de --test-tgt " + data + "/tiny.en --output " + (dir / "bench.json").string() +
+                           " --work-dir " + (dir / "work").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::ifstream in(dir / "bench.json");
+  const auto j = nlohmann::json::parse(in);
+  const auto& run = j["runs"][0];
+  CHECK(run["train"]["windows"].size() == 2);
+  CHECK(run["train"]["tgt_tokens_per_sec"]["median"].get<double>() > 0);
+  CHECK(run["train"]["peak_rss_mib"].get<double>() > 50);
+  CHECK(run["ceiling"]["fp32"]["gflops"].get<double>() > 0);
+  CHECK(run["train"]["utilisation"].get<double>() > 0);
+  CHECK(run["decode"]["greedy"]["sentences_per_sec_process"]["median"].get<double>() > 0);
+  CHECK(run["decode"]["beam"]["beam_size"] == 3);
+  CHECK(run["decode"]["beam"]["bleu"].get<double>() >= 0);
+  CHECK(r.output.find("| config | threads |") != std::string::npos);
+  fs::remove_all(dir);
+}
