@@ -1,5 +1,6 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
-//                  [--batch-size N] [--attention-out FILE]
+//                  [--batch-size N] [--attention-out FILE] [--timing-out FILE]
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,7 +20,7 @@ namespace attnmt::cli {
 
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
-    std::string model, checkpoint, input, output, attention_out, device;
+    std::string model, checkpoint, input, output, attention_out, timing_out, device;
     int beam_size = 0, n_best = 0, batch_size = 0, threads = -1;
     double length_penalty = -1, max_length_ratio = -1;
   };
@@ -36,6 +37,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--max-length-ratio", o->max_length_ratio, "Max output/input length (default: decode.max_length_ratio)");
   cmd->add_option("--attention-out", o->attention_out,
                   "Write attention as JSON lines: {line, src, tgt, attention[tgt][src]}");
+  cmd->add_option("--timing-out", o->timing_out,
+                  "Write {sentences, decode_seconds} as JSON: the search's wall time, model loading excluded");
   cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
   cmd->callback([o, &global] {
@@ -57,7 +60,9 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     }
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
     Seq2SeqStepModel step_model(loaded.model);
+    const auto start = std::chrono::steady_clock::now();
     auto results = translate_lines(step_model, loaded.tokenizers, lines, options);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     std::ostringstream out, att;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -80,6 +85,11 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       write_file_atomic(o->output, out.str());
     }
     if (options.search.return_attention) write_file_atomic(o->attention_out, att.str());
+    if (!o->timing_out.empty()) {
+      const nlohmann::json timing = {{"sentences", lines.size()}, {"decode_seconds", seconds},
+                                     {"beam_size", options.search.beam_size}, {"threads", torch::get_num_threads()}};
+      write_file_atomic(o->timing_out, timing.dump() + "\n");
+    }
   });
 }
 
