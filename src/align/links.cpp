@@ -1,11 +1,10 @@
 #include "align/links.h"
 
-#include "align/words.h"
-
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
 
+#include "align/words.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -116,9 +115,8 @@ AerResult alignment_error_rate(const AerCounts& c) {
   r.precision = c.predicted > 0 ? static_cast<double>(c.predicted_and_possible) / c.predicted : 1.0;
   r.recall = c.sure > 0 ? static_cast<double>(c.predicted_and_sure) / c.sure : 1.0;
   const size_t denominator = c.predicted + c.sure;
-  r.aer = denominator > 0
-              ? 1.0 - static_cast<double>(c.predicted_and_sure + c.predicted_and_possible) / denominator
-              : 0.0;
+  r.aer =
+      denominator > 0 ? 1.0 - static_cast<double>(c.predicted_and_sure + c.predicted_and_possible) / denominator : 0.0;
   return r;
 }
 
@@ -142,8 +140,8 @@ void check_gold_links(const std::vector<GoldLinks>& gold, const std::vector<std:
     const size_t src_words = split_words(src[n]).size(), tgt_words = split_words(tgt[n]).size();
     for (const auto& [i, j] : gold[n].possible) {
       if (static_cast<size_t>(i) >= src_words || static_cast<size_t>(j) >= tgt_words) {
-        throw InputError("'" + gold_path + "' line " + std::to_string(n + 1) + ": link " + std::to_string(i + 1) +
-                         "-" + std::to_string(j + 1) + " (1-based) but the pair has " + std::to_string(src_words) +
+        throw InputError("'" + gold_path + "' line " + std::to_string(n + 1) + ": link " + std::to_string(i + 1) + "-" +
+                         std::to_string(j + 1) + " (1-based) but the pair has " + std::to_string(src_words) +
                          " source and " + std::to_string(tgt_words) + " target words");
       }
     }

@@ -44,11 +44,11 @@ std::vector<GoldLinks> read_talp(const std::string& path);
 std::string format_pharaoh(const Links& links);
 
 struct AerCounts {
-  size_t predicted = 0;             // |A|
-  size_t sure = 0;                  // |S|
-  size_t possible = 0;              // |P| (sure included)
-  size_t predicted_and_sure = 0;    // |A∩S|
-  size_t predicted_and_possible = 0;  // |A∩P|
+  size_t predicted = 0;                                     // |A|
+  size_t sure = 0;                                          // |S|
+  size_t possible = 0;                                      // |P| (sure included)
+  size_t predicted_and_sure = 0;                            // |A∩S|
+  size_t predicted_and_possible = 0;                        // |A∩P|
   void add(const Links& predicted, const GoldLinks& gold);  // one sentence pair
 };
 

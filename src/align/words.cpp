@@ -9,8 +9,8 @@ namespace {
 const std::string kWordStart = "\xE2\x96\x81";  // "▁", SentencePiece's word-start mark
 
 bool is_closing(const std::string& w) {
-  static const std::vector<std::string> closing = {",", ".", ";", ":", "!", "?", ")", "]", "}", "%",
-                                                   "\xE2\x80\xA6" /* … */};
+  static const std::vector<std::string> closing = {",", ".", ";", ":", "!",           "?",
+                                                   ")", "]", "}", "%", "\xE2\x80\xA6" /* … */};
   if (w.empty()) return false;
   // every character one of the closing marks ("?!", "...", ").")
   size_t i = 0;
@@ -114,8 +114,8 @@ PieceWords words_from_pieces(const std::vector<std::string>& pieces) {
 
 std::vector<std::vector<float>> merge_attention(const std::vector<std::vector<float>>& attention,
                                                 const std::vector<std::vector<int>>& tgt_piece_words,
-                                                const std::vector<std::vector<int>>& src_piece_words,
-                                                size_t tgt_words, size_t src_words) {
+                                                const std::vector<std::vector<int>>& src_piece_words, size_t tgt_words,
+                                                size_t src_words) {
   std::vector<std::vector<float>> merged(tgt_words, std::vector<float>(src_words, 0.f));
   std::vector<int> pieces_per_word(tgt_words, 0);
   std::vector<double> row(src_words);

@@ -28,7 +28,7 @@ namespace attnmt {
 std::vector<std::string> split_words(const std::string& line);
 
 struct TextWithWords {
-  std::string text;  // what the model reads
+  std::string text;                              // what the model reads
   std::vector<std::pair<size_t, size_t>> spans;  // per word: byte range [begin, end) in text
 };
 
@@ -56,8 +56,8 @@ PieceWords words_from_pieces(const std::vector<std::string>& pieces);
 // with no piece, or whose source weight is all on words-less pieces, gets an all-zero row.
 std::vector<std::vector<float>> merge_attention(const std::vector<std::vector<float>>& attention,
                                                 const std::vector<std::vector<int>>& tgt_piece_words,
-                                                const std::vector<std::vector<int>>& src_piece_words,
-                                                size_t tgt_words, size_t src_words);
+                                                const std::vector<std::vector<int>>& src_piece_words, size_t tgt_words,
+                                                size_t src_words);
 
 // Links {source word, target word}: argmax per target row (rows that are all zero give none),
 // or every cell >= threshold (threshold > 0).

@@ -132,8 +132,8 @@ std::vector<SentenceAttention> translate_with_attention(LoadedModel& loaded, con
     // the translator encodes the line itself (same text, same ids); the offsets come from ours
     auto src_piece_words = source.piece_words;
     src_piece_words.resize(std::min(src_piece_words.size(), best.src_pieces.size()));
-    o.words = merge_attention(best.attention, target.piece_to_words, src_piece_words, o.tgt_words.size(),
-                              o.src_words.size());
+    o.words =
+        merge_attention(best.attention, target.piece_to_words, src_piece_words, o.tgt_words.size(), o.src_words.size());
   }
   return out;
 }

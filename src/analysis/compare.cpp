@@ -137,9 +137,11 @@ CompareReport compare(const CompareOptions& options) {
   for (const auto& path : options.configs) {
     Variant v{fs::path(path).stem().string(), path, load_config_file(path, options.overrides)};
     for (const auto& other : variants) {
-      if (other.name == v.name) throw InputError("two configs named '" + v.name + "': '" + other.path + "' and '" + path + "'");
+      if (other.name == v.name)
+        throw InputError("two configs named '" + v.name + "': '" + other.path + "' and '" + path + "'");
       if (fs::weakly_canonical(other.config.train.save_dir) == fs::weakly_canonical(v.config.train.save_dir)) {
-        throw InputError("'" + other.path + "' and '" + path + "' share train.save_dir '" + v.config.train.save_dir + "'");
+        throw InputError("'" + other.path + "' and '" + path + "' share train.save_dir '" + v.config.train.save_dir +
+                         "'");
       }
     }
     if (v.config.train.save_dir.empty()) throw InputError("'" + path + "': missing required key 'train.save_dir'");
@@ -189,6 +191,13 @@ CompareReport compare(const CompareOptions& options) {
   fs::path out_dir = options.report_dir;
   const bool scratch = out_dir.empty();
   if (scratch) out_dir = fs::temp_directory_path() / ("attnmt_compare_" + std::to_string(::getpid()));
+  struct ScratchGuard {  // the scratch dir goes, on errors too
+    fs::path dir;
+    ~ScratchGuard() {
+      std::error_code ignored;
+      if (!dir.empty()) fs::remove_all(dir, ignored);
+    }
+  } guard{scratch ? out_dir : fs::path()};
   std::error_code ec;
   fs::create_directories(out_dir / "hyp", ec);
   fs::create_directories(out_dir / "logs", ec);
@@ -222,8 +231,8 @@ CompareReport compare(const CompareOptions& options) {
                        "' (train it first, or pass --train-missing)");
     }
     if (!options.train_missing && !training_finished(save_dir)) {
-      spdlog::warn("[compare] {}: the run in '{}' has not reached its stop criteria; using the model it left",
-                   v.name, save_dir);
+      spdlog::warn("[compare] {}: the run in '{}' has not reached its stop criteria; using the model it left", v.name,
+                   save_dir);
     }
 
     VariantReport vr;
@@ -235,8 +244,8 @@ CompareReport compare(const CompareOptions& options) {
     const auto hyp_path = (out_dir / "hyp" / (v.name + ".txt")).string();
     const auto timing_path = (out_dir / "logs" / (v.name + ".timing.json")).string();
     const auto log_path = (out_dir / "logs" / (v.name + ".translate.log")).string();
-    std::vector<std::string> argv = {self,      "translate", "--model",      save_dir,   "--input", test.src,
-                                     "--output", hyp_path,   "--timing-out", timing_path};
+    std::vector<std::string> argv = {self,     "translate", "--model", save_dir,       "--input",
+                                     test.src, "--output",  hyp_path,  "--timing-out", timing_path};
     if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
     spdlog::info("[compare] {}: translating {} sentences", v.name, test_text.src.size());
     const auto decoded = run_child(argv, log_path);
@@ -261,7 +270,8 @@ CompareReport compare(const CompareOptions& options) {
     row.parameters = loaded.model->parameter_count();
     row.beam_size = loaded.config.decode.beam_size;
     if (!loaded.config.data.valid.src.empty()) {
-      row.valid_ppl = perplexity(loaded, read_parallel(loaded.config.data.valid, "valid"), loaded.config.train.batch_size);
+      row.valid_ppl =
+          perplexity(loaded, read_parallel(loaded.config.data.valid, "valid"), loaded.config.train.batch_size);
     }
     if (samples > 0) {
       auto options_decode = translate_options(loaded.config.decode);
@@ -285,9 +295,7 @@ CompareReport compare(const CompareOptions& options) {
     report.variants.push_back(std::move(vr));
   }
 
-  if (scratch) {
-    fs::remove_all(out_dir, ec);
-  } else {
+  if (!scratch) {
     write_file_atomic((out_dir / "results.md").string(), results_markdown(report));
     write_file_atomic((out_dir / "results.csv").string(), results_csv(report));
     write_file_atomic((out_dir / "results.json").string(), results_json(report));

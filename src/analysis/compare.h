@@ -22,19 +22,19 @@ struct CompareOptions {
   std::vector<std::string> configs;    // YAML paths; the variant is the file name without .yaml
   std::vector<std::string> overrides;  // --set key=value, applied to every config
   bool train_missing = false;
-  std::string test_src, test_tgt;      // default: the configs' data.test (must be the same)
-  std::string gold_text;               // "SRC ||| TGT" lines, or the source side when gold_text_tgt is set
+  std::string test_src, test_tgt;  // default: the configs' data.test (must be the same)
+  std::string gold_text;           // "SRC ||| TGT" lines, or the source side when gold_text_tgt is set
   std::string gold_text_tgt;
-  std::string gold_links;              // TALP: 1-based, "i-j" sure, "ipj" possible
-  std::string report_dir;              // results.{md,csv,json}, index.html, hyp/, logs/; empty: none
-  int samples = 4;                     // test sentences shown as heatmaps
-  int threads = -1;                    // -1: each config's own `threads`
+  std::string gold_links;  // TALP: 1-based, "i-j" sure, "ipj" possible
+  std::string report_dir;  // results.{md,csv,json}, index.html, hyp/, logs/; empty: none
+  int samples = 4;         // test sentences shown as heatmaps
+  int threads = -1;        // -1: each config's own `threads`
 };
 
 // Runs the comparison and writes the report files; InputError / RuntimeError on failure.
 CompareReport compare(const CompareOptions& options);
 
-// Whether SAVE_DIR holds a finished training run of `config_path` (see above); false if it holds
+// Whether SAVE_DIR holds a finished training run (see above); false if it holds
 // no checkpoint.
 bool training_finished(const std::string& save_dir);
 

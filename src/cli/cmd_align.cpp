@@ -22,7 +22,8 @@ void add_align_command(CLI::App& app, const GlobalOptions& global) {
     int batch_size = 32, threads = -1;
   };
   auto o = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("align", "Word alignments from attention (force-decoded references), AER against gold");
+  auto* cmd =
+      app.add_subcommand("align", "Word alignments from attention (force-decoded references), AER against gold");
   cmd->add_option("--model", o->model, "Save dir of a trained model")->required();
   cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint file (default: SAVE_DIR/best.pt, else the newest)");
   cmd->add_option("--src", o->src, "Source sentences, tokenised words (or 'SRC ||| TGT' lines without --tgt)")
@@ -65,11 +66,11 @@ void add_align_command(CLI::App& app, const GlobalOptions& global) {
     }
     if (!gold.empty()) {
       const auto r = alignment_error_rate(links, gold);
-      const std::string line =
-          fmt::format("AER {:.2f}%  precision {:.2f}%  recall {:.2f}%  ({} sentence pairs, {} links predicted, {} sure, "
-                      "{} possible)\n",
-                      100 * r.aer, 100 * r.precision, 100 * r.recall, gold.size(), r.counts.predicted, r.counts.sure,
-                      r.counts.possible);
+      const std::string line = fmt::format(
+          "AER {:.2f}%  precision {:.2f}%  recall {:.2f}%  ({} sentence pairs, {} links predicted, {} sure, "
+          "{} possible)\n",
+          100 * r.aer, 100 * r.precision, 100 * r.recall, gold.size(), r.counts.predicted, r.counts.sure,
+          r.counts.possible);
       std::fputs(line.c_str(), to_stdout ? stderr : stdout);
     }
   });

@@ -13,7 +13,8 @@ namespace attnmt::cli {
 
 void add_compare_command(CLI::App& app, const GlobalOptions& global) {
   auto o = std::make_shared<CompareOptions>();
-  auto* cmd = app.add_subcommand("compare", "Compare trained configs: BLEU, chrF, perplexity, speed, memory, AER, report");
+  auto* cmd =
+      app.add_subcommand("compare", "Compare trained configs: BLEU, chrF, perplexity, speed, memory, AER, report");
   cmd->add_option("configs", o->configs, "Experiment configs (YAML), one row each")->required();
   cmd->add_flag("--train-missing", o->train_missing,
                 "Train (or resume) every config whose save dir has no finished run");

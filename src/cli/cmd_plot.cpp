@@ -34,7 +34,8 @@ void add_plot_command(CLI::App& app, const GlobalOptions& global) {
     for (const auto* s : {&o->src, &o->tgt}) {
       const auto bad = find_invalid_utf8(*s);
       if (bad != std::string::npos) {
-        throw InputError(std::string(s == &o->src ? "--src" : "--tgt") + ": invalid UTF-8 at byte " + std::to_string(bad));
+        throw InputError(std::string(s == &o->src ? "--src" : "--tgt") + ": invalid UTF-8 at byte " +
+                         std::to_string(bad));
       }
     }
     if (o->src.find_first_not_of(" \t") == std::string::npos) throw InputError("--src is empty");

@@ -44,8 +44,8 @@ Layout layout(const Heatmap& map, const std::function<double(const std::string&)
   const double title = map.title.empty() ? 0 : kTitleHeight;
   l.left = kMargin + max_tgt + kPad;
   l.top = kMargin + title + max_src + kPad;
-  l.width = std::max(l.left + l.cols * kCell + kMargin,
-                     map.title.empty() ? 0.0 : 2 * kMargin + text_width(map.title) * 1.1);
+  l.width =
+      std::max(l.left + l.cols * kCell + kMargin, map.title.empty() ? 0.0 : 2 * kMargin + text_width(map.title) * 1.1);
   l.height = l.top + l.rows * kCell + kMargin;
   return l;
 }
@@ -76,12 +76,23 @@ std::string xml_escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -115,7 +126,8 @@ std::string heatmap_svg(const Heatmap& map, const std::string& attributes) {
       color(v, &red, &green, &blue);
       char cell[256];
       std::snprintf(cell, sizeof(cell),
-                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.0f\" fill=\"rgb(%d,%d,%d)\"><title>%.3f</title></rect>\n",
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.0f\" "
+                    "fill=\"rgb(%d,%d,%d)\"><title>%.3f</title></rect>\n",
                     l.left + c * kCell, l.top + r * kCell, kCell, kCell, red, green, blue, v);
       svg += cell;
     }

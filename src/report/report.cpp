@@ -40,15 +40,19 @@ std::vector<Column> columns(const CompareReport& report) {
       {"attention", "attention", [](const VariantRow& r) { return r.attention; }, nullptr},
       {"parameters", "parameters", [](const VariantRow& r) { return grouped(r.parameters); },
        [](const VariantRow& r) { return static_cast<double>(r.parameters); }},
-      {"bleu", "BLEU", [](const VariantRow& r) { return fixed(r.bleu, 2); }, [](const VariantRow& r) { return r.bleu; }},
-      {"chrf", "chrF", [](const VariantRow& r) { return fixed(r.chrf, 2); }, [](const VariantRow& r) { return r.chrf; }},
+      {"bleu", "BLEU", [](const VariantRow& r) { return fixed(r.bleu, 2); },
+       [](const VariantRow& r) { return r.bleu; }},
+      {"chrf", "chrF", [](const VariantRow& r) { return fixed(r.chrf, 2); },
+       [](const VariantRow& r) { return r.chrf; }},
       {"valid_ppl", "valid ppl", [](const VariantRow& r) { return fixed(r.valid_ppl, 2); },
        [](const VariantRow& r) { return r.valid_ppl; }},
-      {"train_tgt_tokens_per_sec", "train tgt tok/s", [](const VariantRow& r) { return fixed(r.train_tokens_per_sec, 0); },
+      {"train_tgt_tokens_per_sec", "train tgt tok/s",
+       [](const VariantRow& r) { return fixed(r.train_tokens_per_sec, 0); },
        [](const VariantRow& r) { return r.train_tokens_per_sec; }},
       {"beam_size", "beam", [](const VariantRow& r) { return std::to_string(r.beam_size); },
        [](const VariantRow& r) { return static_cast<double>(r.beam_size); }},
-      {"decode_sentences_per_sec", "decode sent/s", [](const VariantRow& r) { return fixed(r.decode_sentences_per_sec, 1); },
+      {"decode_sentences_per_sec", "decode sent/s",
+       [](const VariantRow& r) { return fixed(r.decode_sentences_per_sec, 1); },
        [](const VariantRow& r) { return r.decode_sentences_per_sec; }},
       {"decode_peak_rss_mib", "decode peak RSS MiB", [](const VariantRow& r) { return fixed(r.peak_rss_mib, 0); },
        [](const VariantRow& r) { return r.peak_rss_mib; }},
@@ -68,10 +72,9 @@ nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 
 // --- inline SVG charts -------------------------------------------------------------------------
 
-const std::vector<std::string> kPalette = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-                                           "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939",
-                                           "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
-                                           "#756bb1", "#636363"};
+const std::vector<std::string> kPalette = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+                                           "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
+                                           "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363"};
 
 std::string color_of(size_t i) { return kPalette[i % kPalette.size()]; }
 
@@ -129,8 +132,26 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
       << "\" stroke=\"#eee\"/><text x=\"" << px(x) << "\" y=\"" << H - bottom + 14 << "\" text-anchor=\"middle\">"
       << tick_label(x, xs) << "</text>";
   }
-  for (double y = y0; y <= y1 + ys / 2; y += ys) {
-    const std::string label = log_y ? tick_label(std::pow(10.0, y), std::min(1.0, std::pow(10.0, y) / 10)) : tick_label(y, ys);
+  // y grid: round steps, or on a log axis 1, 2, 5 x 10^k (1 x 10^k alone over many decades)
+  std::vector<std::pair<double, std::string>> y_ticks;  // position (axis units), label
+  if (log_y) {
+    const bool decades_only = y1 - y0 > 3;
+    for (int k = static_cast<int>(std::floor(y0)); k <= static_cast<int>(std::ceil(y1)); ++k) {
+      for (double m : {1.0, 2.0, 5.0}) {
+        if (decades_only && m != 1.0) continue;
+        const double v = m * std::pow(10.0, k), at = std::log10(v);
+        if (at >= y0 - 1e-9 && at <= y1 + 1e-9) y_ticks.emplace_back(at, tick_label(v, std::min(1.0, v)));
+      }
+    }
+  }
+  if (y_ticks.size() < 2) {  // linear axis, or a log axis too narrow for round values
+    y_ticks.clear();
+    for (double y = y0; y <= y1 + ys / 2; y += ys) {
+      const double v = log_y ? std::pow(10.0, y) : y;
+      y_ticks.emplace_back(y, tick_label(v, log_y ? tick_step(std::pow(10.0, y1) - std::pow(10.0, y0), 5) : ys));
+    }
+  }
+  for (const auto& [y, label] : y_ticks) {
     o << "<line x1=\"" << left << "\" x2=\"" << W - right << "\" y1=\"" << py_raw(y) << "\" y2=\"" << py_raw(y)
       << "\" stroke=\"#eee\"/><text x=\"" << left - 4 << "\" y=\"" << py_raw(y) + 4 << "\" text-anchor=\"end\">"
       << label << "</text>";
@@ -324,7 +345,8 @@ std::string results_json(const CompareReport& report) {
   nlohmann::json j;
   j["test"] = {{"src", report.test_src}, {"tgt", report.test_tgt}, {"sentences", report.test_sentences}};
   if (!report.gold_links.empty()) {
-    j["alignment_gold"] = {{"text", report.gold_text}, {"links", report.gold_links}, {"sentences", report.gold_sentences}};
+    j["alignment_gold"] = {
+        {"text", report.gold_text}, {"links", report.gold_links}, {"sentences", report.gold_sentences}};
   }
   j["variants"] = nlohmann::json::array();
   for (const auto& v : report.variants) {
@@ -350,7 +372,9 @@ std::string results_json(const CompareReport& report) {
                           {"train_minutes", number_or_null(r.train_minutes)}};
     row["curve"] = nlohmann::json::array();
     for (const auto& p : v.curve) {
-      row["curve"].push_back({{"step", p.step}, {"minutes", p.minutes}, {"valid_bleu", number_or_null(p.bleu)},
+      row["curve"].push_back({{"step", p.step},
+                              {"minutes", p.minutes},
+                              {"valid_bleu", number_or_null(p.bleu)},
                               {"valid_ppl", number_or_null(p.ppl)}});
     }
     row["samples"] = v.translations;
@@ -372,7 +396,8 @@ std::string results_html(const CompareReport& report) {
     o << " AER on <code>" << xml_escape(report.gold_links) << "</code> (" << report.gold_sentences
       << " sentence pairs, force-decoded references, one link per target word at the attention argmax).";
   }
-  o << "</p>\n<h2>Results</h2>\n<p class=\"meta\">Click a column heading to sort.</p>\n<table id=\"results\"><thead><tr>";
+  o << "</p>\n<h2>Results</h2>\n<p class=\"meta\">Click a column heading to sort.</p>\n<table "
+       "id=\"results\"><thead><tr>";
   for (const auto& c : cols) o << "<th data-key=\"" << c.key << "\">" << xml_escape(c.header) << "</th>";
   o << "</tr></thead><tbody>\n";
   for (const auto& v : report.variants) {
@@ -397,7 +422,8 @@ std::string results_html(const CompareReport& report) {
       << "</span>";
   }
   o << "</p>\n<div class=\"charts\">\n";
-  auto series = [&](const std::function<double(const CurvePoint&)>& x, const std::function<double(const CurvePoint&)>& y) {
+  auto series = [&](const std::function<double(const CurvePoint&)>& x,
+                    const std::function<double(const CurvePoint&)>& y) {
     std::vector<Series> all;
     for (size_t i = 0; i < report.variants.size(); ++i) {
       Series s{report.variants[i].row.variant, color_of(i), {}};

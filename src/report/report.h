@@ -15,22 +15,22 @@ constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();  // shown 
 
 // One row of the table: one config.
 struct VariantRow {
-  std::string variant;       // the config file's name without .yaml
+  std::string variant;  // the config file's name without .yaml
   std::string config_path;
-  std::string attention;     // model.attention.type (+ "+coverage")
+  std::string attention;  // model.attention.type (+ "+coverage")
   std::string decoder_style;
   int64_t parameters = 0;
   double bleu = kMissing, chrf = kMissing;  // test set, beam as configured, measured here
   double valid_ppl = kMissing;              // measured here on data.valid
   double train_tokens_per_sec = kMissing;   // median of the model's own log.jsonl report lines
   int beam_size = 0;
-  double decode_sentences_per_sec = kMissing;  // `attnmt translate` child: search time only
-  double decode_seconds = kMissing;            // its search time (model loading not included)
-  double decode_process_seconds = kMissing;    // the whole child process
-  double peak_rss_mib = kMissing;              // the child's ru_maxrss
+  double decode_sentences_per_sec = kMissing;                      // `attnmt translate` child: search time only
+  double decode_seconds = kMissing;                                // its search time (model loading not included)
+  double decode_process_seconds = kMissing;                        // the whole child process
+  double peak_rss_mib = kMissing;                                  // the child's ru_maxrss
   double aer = kMissing, precision = kMissing, recall = kMissing;  // 0..1, when gold is given
-  int64_t steps = 0;                        // from log.jsonl
-  double train_minutes = kMissing;          // from log.jsonl (training wall time, validation included)
+  int64_t steps = 0;                                               // from log.jsonl
+  double train_minutes = kMissing;  // from log.jsonl (training wall time, validation included)
 };
 
 // One validation of the training run (log.jsonl "valid" records).
@@ -50,12 +50,12 @@ struct VariantReport {
 
 struct CompareReport {
   std::vector<VariantReport> variants;
-  std::string test_src, test_tgt;         // paths
+  std::string test_src, test_tgt;  // paths
   size_t test_sentences = 0;
-  std::string gold_text, gold_links;      // paths, empty without gold
+  std::string gold_text, gold_links;  // paths, empty without gold
   size_t gold_sentences = 0;
   std::vector<std::string> sample_sources, sample_references;  // the N heatmap sentences
-  std::string created;                    // date and host, for the page's footer
+  std::string created;                                         // date and host, for the page's footer
 };
 
 // The table's columns, in order (shared by every rendering).

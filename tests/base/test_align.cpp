@@ -2,7 +2,6 @@
 // alignments included), the TALP / Pharaoh formats, detokenisation with word spans, subword ->
 // word merging, links from attention, and the comparison report's renderings.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -79,19 +78,17 @@ TEST_CASE("AER: hand-computed cases", "[align]") {
   SECTION("corpus counts are summed before dividing") {
     // sentence 1 as in the first case; sentence 2: gold empty, A = {0-0} (a wrong link)
     // |A| = 4, |S| = 2, |A∩S| = 1, |A∩P| = 2: AER = 1 - 3/6 = 0.5, precision 2/4, recall 1/2
-    const auto r = alignment_error_rate({{{0, 0}, {2, 1}, {2, 2}}, {{0, 0}}},
-                                        {gold({{0, 0}, {1, 1}}, {{2, 1}}), GoldLinks{}});
+    const auto r =
+        alignment_error_rate({{{0, 0}, {2, 1}, {2, 2}}, {{0, 0}}}, {gold({{0, 0}, {1, 1}}, {{2, 1}}), GoldLinks{}});
     CHECK(r.aer == Approx(0.5));
     CHECK(r.precision == Approx(0.5));
     CHECK(r.recall == Approx(0.5));
     // an empty sentence pair changes nothing
-    const auto same = alignment_error_rate({{{0, 0}, {2, 1}, {2, 2}}, Links{}},
-                                           {gold({{0, 0}, {1, 1}}, {{2, 1}}), GoldLinks{}});
+    const auto same =
+        alignment_error_rate({{{0, 0}, {2, 1}, {2, 2}}, Links{}}, {gold({{0, 0}, {1, 1}}, {{2, 1}}), GoldLinks{}});
     CHECK(same.aer == Approx(0.4));
   }
-  SECTION("different sentence counts") {
-    CHECK_THROWS_AS(alignment_error_rate({Links{}}, {}), InputError);
-  }
+  SECTION("different sentence counts") { CHECK_THROWS_AS(alignment_error_rate({Links{}}, {}), InputError); }
 }
 
 TEST_CASE("TALP and Pharaoh lines", "[align]") {
@@ -159,7 +156,12 @@ TEST_CASE("words: pieces map to the words they cover", "[align]") {
   CHECK(map_pieces({{0, 4}, {4, 6}, {6, 7}, {7, 11}, {11, 11}}, words) ==
         std::vector<std::vector<int>>{{0}, {0, 1}, {2}, {2}, {2}});
 
-  const auto generated = words_from_pieces({"\xE2\x96\x81" "Ein", "\xE2\x96\x81" "Hund", "e", ",", "\xE2\x96\x81", "!", "</s>"});
+  const auto generated =
+      words_from_pieces({"\xE2\x96\x81"
+                         "Ein",
+                         "\xE2\x96\x81"
+                         "Hund",
+                         "e", ",", "\xE2\x96\x81", "!", "</s>"});
   CHECK(generated.words == std::vector<std::string>{"Ein", "Hunde,", "!"});
   CHECK(generated.piece_to_words == std::vector<std::vector<int>>{{0}, {1}, {1}, {1}, {2}, {2}, {}});
 }
@@ -235,7 +237,7 @@ TEST_CASE("report: table, csv, json, html", "[report]") {
   CHECK(count(md, "\n") == 2 + 3);
   CHECK_THAT(md, Contains("| variant | attention | parameters | BLEU | chrF | valid ppl |"));
   CHECK_THAT(md, Contains("| variant_1 | `bahdanau` | 1,234,568 | 24.00 | 41.00 | 8.50 |"));
-  CHECK_THAT(md, Contains("| 40.0 |"));  // AER %
+  CHECK_THAT(md, Contains("| 40.0 |"));          // AER %
   CHECK_THAT(md, Contains("| \xE2\x80\x93 |"));  // variant 0 has no AER: "–"
   const auto csv = results_csv(report);
   CHECK(count(csv, "\n") == 1 + 3);
@@ -263,8 +265,8 @@ TEST_CASE("report: table, csv, json, html", "[report]") {
 TEST_CASE("heatmap: SVG cells and labels", "[report]") {
   Heatmap map{{"Ein", "Hund"}, {"A", "dog", "<x>"}, {{1.f, 0.f}, {0.25f, 0.75f}}, "t"};
   const auto svg = heatmap_svg(map, "class=\"heatmap\"");
-  CHECK(count(svg, "<rect x=") == 2 * 3 + 1);  // cells + frame
-  CHECK_THAT(svg, Contains("rgb(8,48,107)"));   // weight 1
+  CHECK(count(svg, "<rect x=") == 2 * 3 + 1);     // cells + frame
+  CHECK_THAT(svg, Contains("rgb(8,48,107)"));     // weight 1
   CHECK_THAT(svg, Contains("rgb(255,255,255)"));  // weight 0 (and the missing third row)
   CHECK_THAT(svg, Contains("&lt;x&gt;"));
   CHECK_THAT(svg, Contains("<svg xmlns=\"http://www.w3.org/2000/svg\""));

@@ -1,7 +1,6 @@
 // align, plot and compare through the real program on tiny models, and the compare report in a
 // real browser (headless Chromium; skipped with a message where it is not installed).
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -166,7 +165,8 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK(count(r.output, "training") >= 2);
-  for (const char* f : {"results.md", "results.csv", "results.json", "index.html", "hyp/general.txt", "hyp/concat.txt"}) {
+  for (const char* f :
+       {"results.md", "results.csv", "results.json", "index.html", "hyp/general.txt", "hyp/concat.txt"}) {
     CHECK(fs::exists(dir / "report" / f));
   }
   const auto md = attnmt::read_file((dir / "report" / "results.md").string());
@@ -229,15 +229,16 @@ TEST_CASE("compare report in a real browser: table, sorting, one heatmap per var
     r.row.aer = 0.2 * (v + 1);
     r.row.precision = r.row.recall = 0.5;
     r.curve = {{100, 1.0, 5.0 + v, 30.0}, {200, 2.0, 9.0 + v, 20.0}};
-    r.heatmaps = {{{"Ein", "Hund", "läuft", "."}, {"A", "dog", "runs", "."}, {{1, 0}, {0, 1}, {0, 0, 1}, {0, 0, 0, 1}}, ""},
-                  {{"Zwei", "Männer", "."}, {"Two", "men", "."}, {{1}, {0, 1}, {0, 0, 1}}, ""}};
+    r.heatmaps = {
+        {{"Ein", "Hund", "läuft", "."}, {"A", "dog", "runs", "."}, {{1, 0}, {0, 1}, {0, 0, 1}, {0, 0, 0, 1}}, ""},
+        {{"Zwei", "Männer", "."}, {"Two", "men", "."}, {{1}, {0, 1}, {0, 0, 1}}, ""}};
     r.translations = {"A dog runs .", "Two men ."};
     report.variants.push_back(r);
   }
   write(dir / "index.html", attnmt::results_html(report));
   const std::string url = "file://" + (dir / "index.html").string();
-  const std::string flags = "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" +
-                            (dir / "profile").string();
+  const std::string flags =
+      "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" + (dir / "profile").string();
   const std::string dom = shell(browser + " " + flags + " --dump-dom \"" + url + "#sort=bleu-desc\" 2>/dev/null");
   INFO(dom.substr(0, 2000));
   CHECK(count(dom, "<table id=\"results\">") == 1);
