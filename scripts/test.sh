@@ -2,7 +2,7 @@
 # Installs what is missing, builds, and runs the whole test suite (CTest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
+scripts/install_deps.sh --test
 scripts/build.sh
 export OMP_WAIT_POLICY=PASSIVE
 cd build && ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@"

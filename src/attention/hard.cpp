@@ -1,4 +1,5 @@
 #include "attention/hard.h"
+#include "model/random.h"
 
 #include <cmath>
 
@@ -14,7 +15,7 @@ AttentionOutput HardAttention::forward(const torch::Tensor& query, const Attenti
   auto alpha = masked_softmax(score_(query, memory.keys), memory.mask);  // [B, S]
   torch::Tensor k;                                                       // [B]
   if (is_training()) {
-    k = torch::multinomial(alpha.detach(), 1).squeeze(1);
+    k = torch::multinomial(alpha.detach(), 1, /*replacement=*/false, random_stream()).squeeze(1);
     auto log_alpha = alpha.clamp_min(1e-30).log();
     auto log_prob = log_alpha.gather(1, k.unsqueeze(1)).squeeze(1);
     auto entropy = -(alpha * log_alpha).sum(1);  // 0 * log(tiny) = 0 on padding

@@ -1,4 +1,5 @@
 #include "attention/monotonic.h"
+#include "model/random.h"
 
 #include <cmath>
 
@@ -67,7 +68,7 @@ AttentionOutput MonotonicAttention::forward(const torch::Tensor& query, const At
               candidate.any(1, /*keepdim=*/true).to(previous.scalar_type());
   } else {
     auto e = energy(query, memory);
-    if (is_training()) e = e + torch::randn_like(e) * kNoiseStd;
+    if (is_training()) e = e + at::randn(e.sizes(), random_stream(), e.options()) * kNoiseStd;
     auto p = torch::sigmoid(e).masked_fill(memory.mask.logical_not(), 0.0);
     weights = monotonic_expected_alignment(p, previous);
   }

@@ -1,5 +1,5 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
-//                  [--batch-size N] [--attention-out FILE] [--stats FILE]
+//                  [--batch-size N] [--workers N] [--attention-out FILE] [--stats FILE]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -21,7 +21,7 @@ namespace attnmt::cli {
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string model, checkpoint, input, output, attention_out, device, stats;
-    int beam_size = 0, n_best = 0, batch_size = 0, threads = -1;
+    int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1;
     double length_penalty = -1, max_length_ratio = -1;
   };
   auto o = std::make_shared<Options>();
@@ -38,8 +38,10 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--attention-out", o->attention_out,
                   "Write attention as JSON lines: {line, src, tgt, attention[tgt][src]}");
   cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
+  cmd->add_option("--workers", o->workers,
+                  "Batches decoded at once, a thread each (default: decode.workers; 0 = one per thread on CPU)");
   cmd->add_option("--stats", o->stats,
-                  "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize)");
+                  "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
   cmd->callback([o, &global] {
     setup_logging(global.debug);
@@ -54,6 +56,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     if (o->max_length_ratio > 0) options.search.max_length_ratio = o->max_length_ratio;
     options.search.return_attention = !o->attention_out.empty();
     if (o->batch_size > 0) options.batch_size = o->batch_size;
+    if (o->workers >= 0) options.workers = o->workers;
     if (options.search.n_best > options.search.beam_size) {
       throw InputError("--n-best (" + std::to_string(options.search.n_best) + ") cannot exceed the beam size (" +
                        std::to_string(options.search.beam_size) + ")");

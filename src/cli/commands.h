@@ -18,5 +18,8 @@ void add_train_command(CLI::App& app, const GlobalOptions& global);
 void add_translate_command(CLI::App& app, const GlobalOptions& global);
 void add_score_command(CLI::App& app, const GlobalOptions& global);
 void add_bench_command(CLI::App& app, const GlobalOptions& global);
+void add_align_command(CLI::App& app, const GlobalOptions& global);
+void add_plot_command(CLI::App& app, const GlobalOptions& global);
+void add_compare_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnmt::cli

@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   cli::add_translate_command(app, global);
   cli::add_score_command(app, global);
   cli::add_bench_command(app, global);
+  cli::add_align_command(app, global);
+  cli::add_plot_command(app, global);
+  cli::add_compare_command(app, global);
 
   try {
     app.parse(argc, argv);

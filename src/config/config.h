@@ -89,6 +89,7 @@ struct TrainConfig {
   int keep_checkpoints = 3;      // keep the last K step checkpoints (plus best.pt)
   int report_every = 100;        // log a training line every N updates
   std::string precision = "fp32";  // fp32 | bf16 (autocast: matrix products in bfloat16, weights fp32)
+  int replicas = 0;              // model replicas trained in threads on slices of each batch (0 = one per thread on CPU)
   uint64_t seed = 1234;
 };
 
@@ -98,6 +99,7 @@ struct DecodeConfig {
   double coverage_penalty = 0.0;  // GNMT beta (0 = off)
   double max_length_ratio = 2.0;  // hypotheses stop at ratio * source length + 5 tokens
   int batch_size = 64;            // sentences decoded together
+  int workers = 0;                // batches decoded at once, a thread each (0 = one per thread on CPU)
   int n_best = 1;                 // hypotheses written per input line
 };
 

@@ -104,6 +104,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(train.keep_checkpoints),
     ATTNMT_FIELD(train.report_every),
     ATTNMT_FIELD(train.precision),
+    ATTNMT_FIELD(train.replicas),
     ATTNMT_FIELD(train.seed),
 
     ATTNMT_FIELD(decode.beam_size),
@@ -111,6 +112,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.coverage_penalty),
     ATTNMT_FIELD(decode.max_length_ratio),
     ATTNMT_FIELD(decode.batch_size),
+    ATTNMT_FIELD(decode.workers),
     ATTNMT_FIELD(decode.n_best),
 
     ATTNMT_FIELD(distributed.backend),
@@ -640,12 +642,14 @@ void validate_config(const Config& c) {
   check_int(t.valid_every > 0, "train.valid_every", "> 0", t.valid_every);
   check_one_of(t.valid_metric, "train.valid_metric", {"bleu", "ppl"});
   check_one_of(t.precision, "train.precision", {"fp32", "bf16"});
+  check_int(t.replicas >= 0, "train.replicas", ">= 0 (0 = one per thread on a CPU)", t.replicas);
   check_int(t.valid_beam_size >= 1, "train.valid_beam_size", ">= 1", t.valid_beam_size);
   check_int(t.patience >= 0, "train.patience", ">= 0 (0 = off)", t.patience);
   check_int(t.keep_checkpoints >= 1, "train.keep_checkpoints", ">= 1", t.keep_checkpoints);
   check_int(t.report_every >= 1, "train.report_every", ">= 1", t.report_every);
 
   const DecodeConfig& d = c.decode;
+  check_int(d.workers >= 0, "decode.workers", ">= 0 (0 = one per thread on a CPU)", d.workers);
   check_int(d.beam_size >= 1, "decode.beam_size", ">= 1", d.beam_size);
   check_double(d.length_penalty >= 0 && std::isfinite(d.length_penalty), "decode.length_penalty",
                ">= 0", d.length_penalty);

@@ -7,6 +7,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace attnmt {
@@ -19,6 +20,10 @@ class SpmBackend {
   virtual std::string train(const std::string& args, const std::vector<std::string>& sentences) = 0;
   virtual void encode(std::string_view text, std::vector<int>* ids) const = 0;
   virtual void encode_pieces(std::string_view text, std::vector<std::string>* pieces) const = 0;
+  // ids and, per piece, the byte range [begin, end) of `text` it stands for (SentencePiece's
+  // own offsets: they survive normalisation; a piece's leading "▁" covers the space before it).
+  virtual void encode_with_offsets(std::string_view text, std::vector<int>* ids,
+                                   std::vector<std::pair<size_t, size_t>>* offsets) const = 0;
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   virtual std::string id_to_piece(int id) const = 0;
   virtual int piece_size() const = 0;

@@ -111,6 +111,15 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
   return ids;
 }
 
+std::vector<Tokenizer::PieceSpan> Tokenizer::encode_with_offsets(std::string_view text) const {
+  std::vector<int> ids;
+  std::vector<std::pair<size_t, size_t>> offsets;
+  impl_->processor->encode_with_offsets(text, &ids, &offsets);
+  std::vector<PieceSpan> spans(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) spans[i] = {ids[i], offsets[i].first, offsets[i].second};
+  return spans;
+}
+
 std::vector<std::string> Tokenizer::encode_pieces(std::string_view text) const {
   std::vector<std::string> pieces;
   impl_->processor->encode_pieces(text, &pieces);

@@ -32,6 +32,13 @@ class Tokenizer {
 
   std::vector<int> encode(std::string_view text) const;         // no bos/eos added
   std::vector<std::string> encode_pieces(std::string_view text) const;
+  // Ids with the byte range [begin, end) of `text` each piece stands for (SentencePiece's own
+  // offsets, valid through normalisation; a leading "▁" covers the space before the piece).
+  struct PieceSpan {
+    int id = 0;
+    size_t begin = 0, end = 0;
+  };
+  std::vector<PieceSpan> encode_with_offsets(std::string_view text) const;
   std::string decode(const std::vector<int>& ids) const;       // special ids are dropped
   std::string piece(int id) const;
   int vocab_size() const;

@@ -1,7 +1,12 @@
 #include "decoding/translator.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <numeric>
+#include <thread>
+
+#include <ATen/Parallel.h>
 
 #include "util/logging.h"
 
@@ -15,6 +20,7 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.coverage_penalty = decode.coverage_penalty;
   options.search.max_length_ratio = decode.max_length_ratio;
   options.batch_size = decode.batch_size;
+  options.workers = decode.workers;
   return options;
 }
 
@@ -48,7 +54,9 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
 
   std::vector<std::vector<Translation>> results(lines.size());
   for (auto& r : results) r.emplace_back();  // empty line -> one empty translation
-  for (size_t start = 0; start < order.size(); start += options.batch_size) {
+  const size_t batches = (order.size() + options.batch_size - 1) / static_cast<size_t>(options.batch_size);
+  auto decode_batch = [&](size_t index) {
+    const size_t start = index * static_cast<size_t>(options.batch_size);
     const size_t end = std::min(order.size(), start + static_cast<size_t>(options.batch_size));
     const int64_t B = static_cast<int64_t>(end - start);
     int64_t S = 0;
@@ -86,6 +94,36 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
         out.push_back(std::move(tr));
       }
     }
+  };
+  // Workers take batches longest first; each runs its own search with threads / workers intra-op
+  // threads (a step's many small operations do not split well across threads; batches do).
+  const int wanted = options.workers > 0 ? options.workers : (device.is_cpu() ? at::get_num_threads() : 1);
+  const int workers = static_cast<int>(std::min<size_t>(wanted, std::max<size_t>(batches, 1)));
+  if (workers == 1) {
+    for (size_t k = 0; k < batches; ++k) decode_batch(k);
+    return results;
+  }
+  const int threads_each = std::max(1, at::get_num_threads() / workers);
+  std::atomic<size_t> next{0};
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
+  auto work = [&](int w) {
+    try {
+      torch::InferenceMode worker_inference;
+      at::set_num_threads(threads_each);
+      for (size_t k; (k = next.fetch_add(1)) < batches;) decode_batch(k);
+    } catch (...) {
+      errors[static_cast<size_t>(w)] = std::current_exception();
+      next = batches;  // the others stop after their current batch
+    }
+  };
+  const int outer = at::get_num_threads();
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(work, w);
+  work(0);
+  for (auto& t : threads) t.join();
+  at::set_num_threads(outer);
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
   return results;
 }

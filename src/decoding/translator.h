@@ -14,6 +14,7 @@ namespace attnmt {
 struct TranslateOptions {
   SearchOptions search;
   int batch_size = 64;
+  int workers = 0;               // batches decoded at once, each in a thread of its own (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (memory stays bounded); logged
 };
 

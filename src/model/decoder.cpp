@@ -1,4 +1,5 @@
 #include "model/decoder.h"
+#include "model/random.h"
 
 #include "attention/registry.h"
 
@@ -52,20 +53,20 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
 torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
                                 const AttentionMemory& memory, DecoderStepState& state, int64_t t,
                                 torch::Tensor* weights) {
-  const auto drop = F::DropoutFuncOptions().p(config_.decoder.dropout).training(is_training());
   torch::Tensor out;
   if (luong_) {
     auto s = rnn_->step(gates_t, state.feed, state.rnn);                    // [N, H]
     auto att = attention_->forward(s, memory, state.attention, t);
     state.attention = std::move(att.state);
-    out = F::dropout(torch::tanh(combine_(torch::cat({att.context, s}, 1))), drop);  // h~_t
+    out = stream_dropout(torch::tanh(combine_(torch::cat({att.context, s}, 1))), config_.decoder.dropout, is_training());  // h~_t
     if (state.feed.defined()) state.feed = out;
     if (weights) *weights = att.weights;
   } else {
     auto att = attention_->forward(state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}
     state.attention = std::move(att.state);
     auto s = rnn_->step(gates_t, att.context, state.rnn);
-    out = F::dropout(torch::tanh(combine_(torch::cat({s, att.context, embedded_t}, 1))), drop);
+    out = stream_dropout(torch::tanh(combine_(torch::cat({s, att.context, embedded_t}, 1))), config_.decoder.dropout,
+                  is_training());
     if (weights) *weights = att.weights;
   }
   return out;

@@ -1,4 +1,5 @@
 #include "model/encoder.h"
+#include "model/random.h"
 
 namespace attnmt {
 
@@ -40,7 +41,6 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
   };
   auto last = (len - 1).unsqueeze(2);  // [B, 1, 1]: index of each sentence's last real token
   const bool bi = config_.bidirectional;
-  const auto drop = F::DropoutFuncOptions().p(config_.dropout).training(is_training());
   auto x = embedded;
   torch::Tensor final_fwd, final_bwd;
   for (int64_t l = 0; l < config_.layers; ++l) {
@@ -54,7 +54,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
     } else {
       x = fwd;
     }
-    x = F::dropout(x, drop);  // between layers and on the output
+    x = stream_dropout(x, config_.dropout, is_training());  // between layers and on the output
   }
   out.states = x;
   out.final_h = bi ? torch::cat({final_fwd, final_bwd}, 1) : final_fwd;

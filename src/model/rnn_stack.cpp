@@ -1,4 +1,5 @@
 #include "model/rnn_stack.h"
+#include "model/random.h"
 
 #include <cmath>
 
@@ -69,8 +70,7 @@ torch::Tensor RnnStackImpl::step(const torch::Tensor& static_gates, const torch:
   if (w_dynamic_.defined()) gates = torch::addmm(gates, dynamic, w_dynamic_.t());
   auto out = cell(0, gates, state);
   for (int64_t l = 1; l < layers_; ++l) {
-    auto in = torch::nn::functional::dropout(
-        out, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
+    auto in = stream_dropout(out, dropout_, is_training());
     out = cell(l, torch::addmm(b_ih_[l], in, w_ih_[l].t()), state);
   }
   return out;

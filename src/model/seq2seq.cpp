@@ -1,4 +1,5 @@
 #include "model/seq2seq.h"
+#include "model/random.h"
 
 #include "util/error.h"
 
@@ -49,8 +50,7 @@ int64_t Seq2SeqImpl::parameter_count() const {
 }
 
 Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths) {
-  const auto drop = F::DropoutFuncOptions().p(config_.encoder.dropout).training(is_training());
-  auto embedded = F::dropout(src_embed_(src), drop);  // [B, S, E]
+  auto embedded = stream_dropout(src_embed_(src), config_.encoder.dropout, is_training());  // [B, S, E]
   auto encoded = encoder_(embedded, lengths);
   Encoded out;
   out.memory = decoder_->attention().prepare(encoded.states, encoded.mask);
@@ -66,9 +66,8 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::Tensor& lengths,
                                          const torch::Tensor& tgt_in, torch::Tensor* attention) {
   auto enc = encode(src, lengths);
-  const auto drop = F::DropoutFuncOptions().p(config_.decoder.dropout).training(is_training());
   // Time-major so that step t reads a contiguous [B, *] slice.
-  auto embedded = F::dropout(tgt_embed_(tgt_in.t()), drop);   // [T, B, E]
+  auto embedded = stream_dropout(tgt_embed_(tgt_in.t()), config_.decoder.dropout, is_training());   // [T, B, E]
   // One GEMM for all steps; unbind (not gates[t]) so that backward is one stack, not T
   // full-size zero tensors.
   auto gates = decoder_->project_embeddings(embedded).unbind(0);  // T x [B, G]

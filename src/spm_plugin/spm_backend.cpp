@@ -35,6 +35,16 @@ class Backend : public SpmBackend {
   void encode_pieces(std::string_view text, std::vector<std::string>* pieces) const override {
     processor_.Encode(text, pieces);
   }
+  void encode_with_offsets(std::string_view text, std::vector<int>* ids,
+                           std::vector<std::pair<size_t, size_t>>* offsets) const override {
+    const auto spt = processor_.EncodeAsImmutableProto(text);
+    ids->clear();
+    offsets->clear();
+    for (const auto& piece : spt.pieces()) {
+      ids->push_back(static_cast<int>(piece.id()));
+      offsets->emplace_back(piece.begin(), piece.end());
+    }
+  }
   std::string decode(const std::vector<int>& ids) const override {
     std::string text;
     processor_.Decode(ids, &text);

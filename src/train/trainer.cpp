@@ -23,11 +23,14 @@
 #include "data/tokenizer.h"
 #include "decoding/translator.h"
 #include "eval/metrics.h"
+#include "model/random.h"
 #include "model/seq2seq.h"
+#include "train/batch.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/loss.h"
 #include "train/optimizer.h"
+#include "train/replicas.h"
 #include "util/error.h"
 #include "util/runtime.h"
 #include "util/logging.h"
@@ -110,49 +113,6 @@ void remove_stale_temp_files(const std::string& save_dir) {
   }
 }
 
-struct BatchTensors {
-  torch::Tensor src, lengths, tgt_in, tgt_out;
-  int64_t tgt_tokens = 0;
-};
-
-// src: ids + eos; tgt_in: bos + ids; tgt_out: ids + eos; all padded with pad.
-BatchTensors make_batch(const std::vector<Example>& examples, const std::vector<size_t>& ids,
-                        const torch::Device& device) {
-  const int64_t B = static_cast<int64_t>(ids.size());
-  int64_t S = 0, T = 0;
-  for (auto i : ids) {
-    S = std::max<int64_t>(S, examples[i].src.size() + 1);
-    T = std::max<int64_t>(T, examples[i].tgt.size() + 1);
-  }
-  auto src = torch::full({B, S}, Tokenizer::kPad, torch::kLong);
-  auto tin = torch::full({B, T}, Tokenizer::kPad, torch::kLong);
-  auto tout = torch::full({B, T}, Tokenizer::kPad, torch::kLong);
-  auto len = torch::empty({B}, torch::kLong);
-  auto* s = src.data_ptr<int64_t>();
-  auto* ti = tin.data_ptr<int64_t>();
-  auto* to = tout.data_ptr<int64_t>();
-  auto* l = len.data_ptr<int64_t>();
-  BatchTensors b;
-  for (int64_t r = 0; r < B; ++r) {
-    const auto& ex = examples[ids[r]];
-    for (size_t j = 0; j < ex.src.size(); ++j) s[r * S + j] = ex.src[j];
-    s[r * S + ex.src.size()] = Tokenizer::kEos;
-    l[r] = static_cast<int64_t>(ex.src.size()) + 1;
-    ti[r * T] = Tokenizer::kBos;
-    for (size_t j = 0; j < ex.tgt.size(); ++j) {
-      ti[r * T + j + 1] = ex.tgt[j];
-      to[r * T + j] = ex.tgt[j];
-    }
-    to[r * T + ex.tgt.size()] = Tokenizer::kEos;
-    b.tgt_tokens += static_cast<int64_t>(ex.tgt.size()) + 1;
-  }
-  b.src = src.to(device);
-  b.lengths = len.to(device);
-  b.tgt_in = tin.to(device);
-  b.tgt_out = tout.to(device);
-  return b;
-}
-
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
@@ -217,6 +177,7 @@ class Trainer {
   ParallelText valid_text_;
   Seq2Seq model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<Replicas> replicas_;  // train.replicas (1: the model alone)
   TrainingProgress progress_;
   std::unique_ptr<JsonLog> log_;
   bool early_stopped_ = false;
@@ -390,21 +351,35 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   int64_t global_tokens = 0;
   for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_.examples[i].tgt.size()) + 1;
   optimizer_->zero_grad();
-  torch::Tensor local_sum;                // smoothed loss (+ auxiliary loss) summed over this rank's tokens
-  std::vector<double> sums{0, 0, 0};      // that sum, the NLL sum, the tokens
-  if (!ids.empty()) {
-    auto batch = make_batch(train_.examples, ids, device_);
+  replicas_->prepare();
+  const int R = replicas_->count();
+  // Per replica: the smoothed loss (+ auxiliary loss) summed over its tokens, and [that sum, the
+  // NLL sum, the tokens].
+  std::vector<torch::Tensor> local_sum(static_cast<size_t>(R));
+  std::vector<std::vector<double>> part(static_cast<size_t>(R), std::vector<double>{0, 0, 0});
+  replicas_->parallel([&](int r) {
+    const auto slice = R > 1 ? shard_batch(ids, r, R) : ids;
+    if (slice.empty()) return;
+    c10::optional<RandomStreamScope> stream;
+    if (R > 1) stream.emplace(replica_stream_seed(cfg_.train.seed, dist_->rank(), r, progress_.step));
+    auto& model = replicas_->model(r);
+    auto batch = make_batch(train_.examples, slice, device_);
     const bool bf16 = cfg_.train.precision == "bf16";
     AutocastScope autocast(bf16);
-    auto hidden = model_->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
+    auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
     autocast.end();
-    auto loss = output_layer_loss(hidden, model_->output_weight(), model_->output_bias(), batch.tgt_out,
+    auto loss = output_layer_loss(hidden, model->output_weight(), model->output_bias(), batch.tgt_out,
                                   Tokenizer::kPad, cfg_.train.label_smoothing, bf16);
-    local_sum = loss.loss;
-    if (auto aux = model_->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll); aux.defined()) {
-      local_sum = local_sum + aux;
+    auto sum = loss.loss;
+    if (auto aux = model->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll); aux.defined()) {
+      sum = sum + aux;
     }
-    sums = {local_sum.item<double>(), loss.nll_sum, static_cast<double>(loss.tokens)};
+    part[static_cast<size_t>(r)] = {sum.item<double>(), loss.nll_sum, static_cast<double>(loss.tokens)};
+    local_sum[static_cast<size_t>(r)] = sum;
+  });
+  std::vector<double> sums{0, 0, 0};
+  for (const auto& p : part) {
+    for (size_t k = 0; k < sums.size(); ++k) sums[k] += p[k];
   }
   dist_->allreduce_sum(sums);  // a non-finite loss on any rank makes the sum non-finite everywhere
   const double value = sums[0] / static_cast<double>(global_tokens);
@@ -412,7 +387,11 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
     optimizer_->zero_grad();
     return false;
   }
-  if (local_sum.defined()) (local_sum / static_cast<double>(global_tokens)).backward();
+  replicas_->parallel([&](int r) {
+    const auto& sum = local_sum[static_cast<size_t>(r)];
+    if (sum.defined()) (sum / static_cast<double>(global_tokens)).backward();
+  });
+  replicas_->reduce_gradients();
   dist_->allreduce_gradients(model_->parameters());
   // The global gradient norm (clipped to train.clip_norm when set, the scale folded into the
   // update): a non-finite one (an overflow in backward) skips the update like a non-finite loss,
@@ -437,17 +416,7 @@ ValidResult Trainer::validate() {
   torch::NoGradGuard no_grad;
   model_->eval();
   ValidResult r;
-  double nll = 0;
-  int64_t tokens = 0;
-  for (const auto& ids : make_batches(valid_.examples, cfg_.train.batch_size, 0, false, 0, 0)) {
-    auto batch = make_batch(valid_.examples, ids, device_);
-    auto hidden = model_->hidden_states(batch.src, batch.lengths, batch.tgt_in);
-    auto loss = output_layer_loss(hidden, model_->output_weight(), model_->output_bias(), batch.tgt_out,
-                                  Tokenizer::kPad, 0.0);
-    nll += loss.nll_sum;
-    tokens += loss.tokens;
-  }
-  r.ppl = std::exp(nll / std::max<int64_t>(tokens, 1));
+  r.ppl = teacher_forced_nll(model_, valid_.examples, cfg_.train.batch_size, device_).perplexity();
   if (cfg_.train.valid_metric == "bleu") {
     Seq2SeqStepModel step_model(model_);
     TranslateOptions options = translate_options(cfg_.decode);
@@ -700,9 +669,18 @@ void Trainer::run() {
   prepare_data();
   build_model();
   restore_or_start();
+  {
+    // train.replicas: 0 = one per thread on a CPU, one on a GPU.
+    const int threads = torch::get_num_threads();
+    const int count = cfg_.train.replicas > 0 ? cfg_.train.replicas : (device_.is_cpu() ? threads : 1);
+    VocabSizes vocab;
+    vocab.src = tokenizers_.src->vocab_size();
+    vocab.tgt = tokenizers_.tgt->vocab_size();
+    replicas_ = std::make_unique<Replicas>(model_, cfg_.model, vocab, count, threads / count);
+  }
   const auto batches_per_epoch = epoch_batches(0, dist_->world_size()).size();
-  spdlog::info("[train] {} threads ({}), device {}, {} batches per epoch{}", torch::get_num_threads(),
-               blas_description(), device_.str(), batches_per_epoch,
+  spdlog::info("[train] {} threads ({}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
+               blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
                dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),
                                              dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
                                : std::string());
@@ -711,7 +689,7 @@ void Trainer::run() {
     log_ = std::make_unique<JsonLog>((fs::path(cfg_.train.save_dir) / "log.jsonl").string());
     log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
                  {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
-                 {"threads", torch::get_num_threads()}, {"blas", blas_description()},
+                 {"threads", torch::get_num_threads()}, {"replicas", replicas_->count()}, {"blas", blas_description()},
                  {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
                  {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
   }

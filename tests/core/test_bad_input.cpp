@@ -195,6 +195,80 @@ const std::vector<Case>& cases() {
          write(d / "in.bin", noise);
          return "translate --model " + m.string() + " --input " + (d / "in.bin").string(); },
        2, {"in.bin' line"}},
+      // --- align
+      {"align: src and tgt line counts differ", [](const fs::path& d) {
+         write(d / "s.txt", "a b\nc d\n");
+         write(d / "t.txt", "x\ny\nz\n");
+         return "align --model " + (d / "absent").string() + " --src " + (d / "s.txt").string() + " --tgt " +
+                (d / "t.txt").string() + " --output " + (d / "out.txt").string(); },
+       2, {"s.txt' has 2 lines but", "t.txt' has 3"}},
+      {"align: invalid UTF-8", [](const fs::path& d) {
+         write(d / "s.txt", "a b\nc \xC3\x28 d\n");
+         write(d / "t.txt", "x\ny\n");
+         return "align --model " + (d / "absent").string() + " --src " + (d / "s.txt").string() + " --tgt " +
+                (d / "t.txt").string() + " --output " + (d / "out.txt").string(); },
+       2, {"s.txt' line 2: invalid UTF-8 at byte 2"}},
+      {"align: bitext line without |||", [](const fs::path& d) {
+         write(d / "b.txt", "a b ||| x y\nc d x y\n");
+         return "align --model " + (d / "absent").string() + " --src " + (d / "b.txt").string() + " --output " +
+                (d / "out.txt").string(); },
+       2, {"b.txt' line 2: no ' ||| '"}},
+      {"align: bad gold line", [](const fs::path& d) {
+         write(d / "b.txt", "a b ||| x y\nc d ||| z\n");
+         write(d / "g.talp", "1-1 2-2\n1-1 2q1\n");
+         return "align --model " + (d / "absent").string() + " --src " + (d / "b.txt").string() + " --gold " +
+                (d / "g.talp").string() + " --output " + (d / "out.txt").string(); },
+       2, {"g.talp' line 2: bad link '2q1'"}},
+      {"align: gold link outside the sentence", [](const fs::path& d) {
+         write(d / "b.txt", "a b ||| x y\nc d ||| z\n");
+         write(d / "g.talp", "1-1 2-2\n1-1 2p2\n");
+         return "align --model " + (d / "absent").string() + " --src " + (d / "b.txt").string() + " --gold " +
+                (d / "g.talp").string() + " --output " + (d / "out.txt").string(); },
+       2, {"g.talp' line 2: link 2-2 (1-based) but the pair has 2 source and 1 target words"}},
+      {"align: gold of another length", [](const fs::path& d) {
+         write(d / "b.txt", "a b ||| x y\nc d ||| z\n");
+         write(d / "g.talp", "1-1\n1-1\n1-1\n");
+         return "align --model " + (d / "absent").string() + " --src " + (d / "b.txt").string() + " --gold " +
+                (d / "g.talp").string() + " --output " + (d / "out.txt").string(); },
+       2, {"g.talp' have 3 lines but the text has 2"}},
+      {"align: model dir without a model", [](const fs::path& d) {
+         fs::create_directories(d / "empty");
+         write(d / "b.txt", "a b ||| x y\n");
+         return "align --model " + (d / "empty").string() + " --src " + (d / "b.txt").string() + " --output " +
+                (d / "out.txt").string(); },
+       2, {"no checkpoint in"}},
+      // --- plot
+      {"plot: unknown image type", [](const fs::path& d) {
+         auto m = trained_model(d);
+         return "plot --model " + m.string() + " --src 'Ein Mann .' --output " + (d / "out.jpg").string(); },
+       2, {"out.jpg': the extension must be .svg or .png"}},
+      {"plot: empty sentence", [](const fs::path& d) {
+         return "plot --model " + (d / "absent").string() + " --src ' ' --output " + (d / "out.svg").string(); },
+       2, {"--src is empty"}},
+      // --- compare
+      {"compare: model dir without a model", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         return "compare " + (d / "c.yaml").string() + " --test-src " + kData + "/tiny.de --test-tgt " + kData +
+                "/tiny.en --report " + (d / "r").string(); },
+       2, {"c.yaml': no trained model in", "--train-missing"}},
+      {"compare: no test set", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         return "compare " + (d / "c.yaml").string(); },
+       2, {"c.yaml' has no data.test: give the test set with --test-src and --test-tgt"}},
+      {"compare: test files of different lengths", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         write(d / "t.en", "one line\n");
+         return "compare " + (d / "c.yaml").string() + " --test-src " + kData + "/tiny.de --test-tgt " +
+                (d / "t.en").string(); },
+       2, {"tiny.de' has 30 lines but", "t.en' has 1"}},
+      {"compare: config missing", [](const fs::path& d) { return "compare " + (d / "absent.yaml").string(); },
+       2, {"absent.yaml"}},
+      {"compare: report dir below a file", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         write(d / "file", "x");
+         return "compare " + (d / "c.yaml").string() + " --test-src " + kData + "/tiny.de --test-tgt " + kData +
+                "/tiny.en --report " + (d / "file" / "r").string(); },
+       2, {"--report: cannot create", "file/r"}},
       // --- score
       {"score: different line counts", [](const fs::path& d) {
          write(d / "hyp.txt", "a\nb\nc\n");

@@ -1,0 +1,41 @@
+// `attnmt compare`: one row per experiment config, every figure measured here on the config's
+// trained model (training speed, steps and time excepted: those come from the model's own
+// log.jsonl). For each config, in order:
+//   1. with train_missing, train it (a child `attnmt train`, --resume when it has checkpoints)
+//      unless its save dir holds a finished run (the newest checkpoint reached one of the
+//      config's stop criteria: train.max_steps / max_epochs / max_minutes / patience);
+//   2. translate the test set in a child `attnmt translate` with the config's decode.* (beam
+//      included): decode sentences/s = sentences / search time (the child's own clock, model
+//      loading excluded); peak RSS = the child's ru_maxrss;
+//   3. BLEU and chrF of that output; valid perplexity on data.valid; the attention of the first
+//      `samples` test sentences (heatmaps); with gold alignments, AER of force-decoded
+//      references (one link per target word at the attention argmax).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "report/report.h"
+
+namespace attnmt {
+
+struct CompareOptions {
+  std::vector<std::string> configs;    // YAML paths; the variant is the file name without .yaml
+  std::vector<std::string> overrides;  // --set key=value, applied to every config
+  bool train_missing = false;
+  std::string test_src, test_tgt;  // default: the configs' data.test (must be the same)
+  std::string gold_text;           // "SRC ||| TGT" lines, or the source side when gold_text_tgt is set
+  std::string gold_text_tgt;
+  std::string gold_links;  // TALP: 1-based, "i-j" sure, "ipj" possible
+  std::string report_dir;  // results.{md,csv,json}, index.html, hyp/, logs/; empty: none
+  int samples = 4;         // test sentences shown as heatmaps
+  int threads = -1;        // -1: each config's own `threads`
+};
+
+// Runs the comparison and writes the report files; InputError / RuntimeError on failure.
+CompareReport compare(const CompareOptions& options);
+
+// Whether SAVE_DIR holds a finished training run (see above); false if it holds
+// no checkpoint.
+bool training_finished(const std::string& save_dir);
+
+}  // namespace attnmt

@@ -1,0 +1,32 @@
+// The random stream of training's stochastic parts: dropout masks, monotonic attention's noise,
+// hard attention's samples. By default they draw from LibTorch's global generator, as before.
+// Inside a RandomStreamScope they draw from the scope's own generator instead: training's replica
+// threads (train.replicas) each open one, seeded from (seed, rank, replica, step), so their masks
+// do not depend on which thread reaches the global generator first and a run is repeatable.
+#pragma once
+#include <ATen/core/Generator.h>
+#include <c10/util/Optional.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace attnmt {
+
+class RandomStreamScope {
+ public:
+  explicit RandomStreamScope(uint64_t seed);  // CPU generator
+  ~RandomStreamScope();
+  RandomStreamScope(const RandomStreamScope&) = delete;
+  RandomStreamScope& operator=(const RandomStreamScope&) = delete;
+
+ private:
+  c10::optional<at::Generator> previous_;
+};
+
+// The generator of the innermost scope on this thread; nullopt (= LibTorch's default) outside.
+c10::optional<at::Generator> random_stream();
+
+// Inverted dropout, as torch::nn::functional::dropout: x * Bernoulli(1 - p) / (1 - p) in training.
+torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training);
+
+}  // namespace attnmt

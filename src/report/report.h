@@ -1,0 +1,68 @@
+// The comparison of attention variants (`attnmt compare`) as data, and its renderings: a
+// terminal table, results.md / .csv / .json, and a self-contained index.html (inline SVG, CSS and
+// a few lines of script to sort the table; nothing fetched from the network).
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "report/heatmap.h"
+
+namespace attnmt {
+
+constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();  // shown as "–"
+
+// One row of the table: one config.
+struct VariantRow {
+  std::string variant;  // the config file's name without .yaml
+  std::string config_path;
+  std::string attention;  // model.attention.type (+ "+coverage")
+  std::string decoder_style;
+  int64_t parameters = 0;
+  double bleu = kMissing, chrf = kMissing;  // test set, beam as configured, measured here
+  double valid_ppl = kMissing;              // measured here on data.valid
+  double train_tokens_per_sec = kMissing;   // median of the model's own log.jsonl report lines
+  int beam_size = 0;
+  double decode_sentences_per_sec = kMissing;                      // `attnmt translate` child: search time only
+  double decode_seconds = kMissing;                                // its search time (model loading not included)
+  double decode_process_seconds = kMissing;                        // the whole child process
+  double peak_rss_mib = kMissing;                                  // the child's ru_maxrss
+  double aer = kMissing, precision = kMissing, recall = kMissing;  // 0..1, when gold is given
+  int64_t steps = 0;                                               // from log.jsonl
+  double train_minutes = kMissing;  // from log.jsonl (training wall time, validation included)
+};
+
+// One validation of the training run (log.jsonl "valid" records).
+struct CurvePoint {
+  int64_t step = 0;
+  double minutes = 0;
+  double bleu = kMissing;  // when the run validated by BLEU
+  double ppl = kMissing;
+};
+
+struct VariantReport {
+  VariantRow row;
+  std::vector<CurvePoint> curve;
+  std::vector<Heatmap> heatmaps;          // one per sample sentence (word level)
+  std::vector<std::string> translations;  // the same sentences, this variant's output
+};
+
+struct CompareReport {
+  std::vector<VariantReport> variants;
+  std::string test_src, test_tgt;  // paths
+  size_t test_sentences = 0;
+  std::string gold_text, gold_links;  // paths, empty without gold
+  size_t gold_sentences = 0;
+  std::vector<std::string> sample_sources, sample_references;  // the N heatmap sentences
+  std::string created;                                         // date and host, for the page's footer
+};
+
+// The table's columns, in order (shared by every rendering).
+std::string results_terminal(const CompareReport& report);
+std::string results_markdown(const CompareReport& report);
+std::string results_csv(const CompareReport& report);
+std::string results_json(const CompareReport& report);
+std::string results_html(const CompareReport& report);
+
+}  // namespace attnmt

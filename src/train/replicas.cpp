@@ -1,0 +1,100 @@
+#include "train/replicas.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+
+#include <exception>
+#include <thread>
+
+namespace attnmt {
+
+Replicas::Replicas(Seq2Seq main, const ModelConfig& config, const VocabSizes& vocab, int count, int threads_each)
+    : threads_each_(std::max(1, threads_each)) {
+  models_.push_back(main);
+  if (count <= 1) return;
+  // Building a replica draws its (soon replaced) initial weights: keep the global stream as it was.
+  auto generator = at::detail::getDefaultCPUGenerator();
+  const auto state = generator.get_state();
+  const auto device = main->parameters().front().device();
+  for (int r = 1; r < count; ++r) {
+    Seq2Seq replica(config, vocab);
+    replica->to(device);
+    replica->train();
+    models_.push_back(replica);
+  }
+  generator.set_state(state);
+  prepare();
+}
+
+void Replicas::prepare() {
+  if (models_.size() == 1) return;
+  torch::NoGradGuard no_grad;
+  const auto main = models_[0]->named_parameters();
+  for (size_t r = 1; r < models_.size(); ++r) {
+    for (auto& item : models_[r]->named_parameters()) {
+      auto& p = item.value();
+      const auto& source = main[item.key()];
+      if (!p.is_same(source) && p.data_ptr() != source.data_ptr()) p.set_data(source);
+      if (p.grad().defined()) p.mutable_grad().zero_();
+    }
+  }
+}
+
+void Replicas::parallel(const std::function<void(int)>& fn) {
+  if (models_.size() == 1) {
+    fn(0);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(models_.size());
+  auto run = [&](int r) {
+    try {
+      at::set_num_threads(threads_each_);
+      fn(r);
+    } catch (...) {
+      errors[static_cast<size_t>(r)] = std::current_exception();
+    }
+  };
+  const int outer = at::get_num_threads();
+  std::vector<std::thread> threads;
+  for (int r = 1; r < count(); ++r) threads.emplace_back(run, r);
+  run(0);
+  for (auto& t : threads) t.join();
+  at::set_num_threads(outer);
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+void Replicas::reduce_gradients() {
+  if (models_.size() == 1) return;
+  torch::NoGradGuard no_grad;
+  auto main = models_[0]->parameters();
+  for (size_t r = 1; r < models_.size(); ++r) {
+    auto params = models_[r]->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      const auto& g = params[i].grad();
+      if (!g.defined()) continue;
+      if (main[i].grad().defined()) {
+        main[i].mutable_grad().add_(g);
+      } else {
+        main[i].mutable_grad() = g.clone();
+      }
+    }
+  }
+}
+
+uint64_t replica_stream_seed(uint64_t seed, int rank, int replica, int64_t step) {
+  // splitmix64 over the four numbers: nearby inputs give unrelated seeds.
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  };
+  uint64_t h = mix(seed);
+  h = mix(h ^ static_cast<uint64_t>(rank));
+  h = mix(h ^ static_cast<uint64_t>(replica));
+  return mix(h ^ static_cast<uint64_t>(step));
+}
+
+}  // namespace attnmt

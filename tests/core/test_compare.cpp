@@ -1,0 +1,266 @@
+// align, plot and compare through the real program on tiny models, and the compare report in a
+// real browser (headless Chromium; skipped with a message where it is not installed).
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "align/links.h"
+#include "align/words.h"
+#include "program.h"
+#include "report/heatmap.h"
+#include "report/report.h"
+#include "util/text_io.h"
+
+using namespace attnmt::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kData = ATTNMT_TEST_DATA_DIR;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Gold alignments for the first `n` tiny pairs: "SRC ||| TGT" text and a diagonal TALP file
+// (sure links on the diagonal, a possible link beside each).
+void write_tiny_gold(const fs::path& dir, size_t n) {
+  const auto de = attnmt::read_lines(kData + "/tiny.de");
+  const auto en = attnmt::read_lines(kData + "/tiny.en");
+  std::string text, talp;
+  for (size_t i = 0; i < n; ++i) {
+    text += de[i] + " ||| " + en[i] + "\n";
+    const size_t s = attnmt::split_words(de[i]).size(), t = attnmt::split_words(en[i]).size();
+    std::string line;
+    for (size_t k = 1; k <= std::min(s, t); ++k) {
+      line += std::to_string(k) + "-" + std::to_string(k) + " ";
+      if (k + 1 <= t) line += std::to_string(k) + "p" + std::to_string(k + 1) + " ";
+    }
+    talp += line + "\n";
+  }
+  write(dir / "gold.txt", text);
+  write(dir / "gold.talp", talp);
+}
+
+fs::path tiny_model(const fs::path& dir, int steps) {
+  write(dir / "t.yaml", tiny_config(dir / "model", steps));
+  auto r = run("train " + (dir / "t.yaml").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return dir / "model";
+}
+
+std::string chromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    const std::string path = shell(std::string("command -v ") + name);
+    if (!path.empty()) return path.substr(0, path.find('\n'));
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("align: Pharaoh output, one link per target word, AER against gold", "[align][e2e]") {
+  auto dir = temp_dir("align");
+  const auto model = tiny_model(dir, 60);
+  write_tiny_gold(dir, 8);
+  auto r = run("align --model " + model.string() + " --src " + (dir / "gold.txt").string() + " --gold " +
+               (dir / "gold.talp").string() + " --output " + (dir / "out.align").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::regex aer(R"(AER (\d+\.\d\d)%  precision (\d+\.\d\d)%  recall (\d+\.\d\d)%  \(8 sentence pairs)");
+  std::smatch m;
+  REQUIRE(std::regex_search(r.output, m, aer));
+  CHECK(std::stod(m[1]) >= 0);
+  CHECK(std::stod(m[1]) <= 100);
+  const auto lines = attnmt::read_lines((dir / "out.align").string());
+  const auto text = attnmt::read_alignment_text((dir / "gold.txt").string(), "");
+  REQUIRE(lines.size() == 8);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto links = attnmt::parse_pharaoh(lines[i], "out");
+    const size_t s = attnmt::split_words(text.src[i]).size(), t = attnmt::split_words(text.tgt[i]).size();
+    CHECK(links.size() == t);  // argmax: one link per target word
+    std::set<int> targets;
+    for (const auto& [a, b] : links) {
+      CHECK(a >= 0);
+      CHECK(static_cast<size_t>(a) < s);
+      CHECK(static_cast<size_t>(b) < t);
+      targets.insert(b);
+    }
+    CHECK(targets.size() == t);
+  }
+  // the AER printed is the AER of the file written
+  const auto check = attnmt::alignment_error_rate(attnmt::read_pharaoh((dir / "out.align").string()),
+                                                  attnmt::read_talp((dir / "gold.talp").string()));
+  CHECK(std::stod(m[1]) == Approx(100 * check.aer).margin(0.006));
+
+  // two files instead of a bitext, to stdout, threshold mode: at least as many links as target words
+  // are not guaranteed, but every link's weight passed the threshold, so a tiny threshold links more
+  write(dir / "src.txt", text.src[0] + "\n" + text.src[1] + "\n");
+  write(dir / "tgt.txt", text.tgt[0] + "\n" + text.tgt[1] + "\n");
+  r = run("align --model " + model.string() + " --src " + (dir / "src.txt").string() + " --tgt " +
+          (dir / "tgt.txt").string() + " --threshold 0.001 2>/dev/null");
+  REQUIRE(r.status == 0);
+  const auto dense = r.output;
+  CHECK(count(dense, "\n") == 2);
+  CHECK(count(dense, "-") >= attnmt::split_words(text.tgt[0]).size() + attnmt::split_words(text.tgt[1]).size());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plot: one heatmap, SVG and PNG", "[report][e2e]") {
+  auto dir = temp_dir("plot");
+  const auto model = tiny_model(dir, 2);
+  const auto de = attnmt::read_lines(kData + "/tiny.de");
+  const auto en = attnmt::read_lines(kData + "/tiny.en");
+  auto r = run("plot --model " + model.string() + " --src \"" + de[0] + "\" --tgt \"" + en[0] + "\" --output " +
+               (dir / "map.svg").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto svg = attnmt::read_file((dir / "map.svg").string());
+  const size_t s = attnmt::split_words(de[0]).size(), t = attnmt::split_words(en[0]).size();
+  CHECK(count(svg, "<rect x=") == s * t + 1);
+  CHECK(count(svg, "class=\"src\"") == s);
+  CHECK(count(svg, "class=\"tgt\"") == t);
+  // the model's own translation
+  r = run("plot --model " + model.string() + " --src \"" + de[1] + "\" --output " + (dir / "own.svg").string());
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("[plot] translation:"));
+  if (attnmt::png_supported()) {
+    r = run("plot --model " + model.string() + " --src \"" + de[0] + "\" --tgt \"" + en[0] + "\" --output " +
+            (dir / "map.png").string());
+    REQUIRE(r.status == 0);
+    const auto png = attnmt::read_file((dir / "map.png").string());
+    REQUIRE(png.size() > 1000);
+    CHECK(png.substr(1, 3) == "PNG");
+  } else {
+    WARN("attnmt was built without cairo: PNG not tested");
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("compare: two tiny configs, trained when missing, every report file", "[compare][e2e]") {
+  auto dir = temp_dir("compare");
+  write_tiny_gold(dir, 6);
+  std::string general = tiny_config(dir / "runs" / "general", 50);
+  std::string concat = general;
+  concat.replace(concat.find("luong_general"), 13, "luong_concat");
+  concat.replace(concat.find((dir / "runs" / "general").string()), (dir / "runs" / "general").string().size(),
+                 (dir / "runs" / "concat").string());
+  write(dir / "general.yaml", general);
+  write(dir / "concat.yaml", concat);
+  const std::string args = "compare " + (dir / "general.yaml").string() + " " + (dir / "concat.yaml").string() +
+                           " --test-src " + kData + "/tiny.de --test-tgt " + kData + "/tiny.en --align-gold-src " +
+                           (dir / "gold.txt").string() + " --align-gold " + (dir / "gold.talp").string() +
+                           " --report " + (dir / "report").string() + " --samples 2 --threads 1";
+
+  // without --train-missing and without models: a clear error, nothing trained
+  auto r = run(args);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("no trained model in") && Contains("--train-missing"));
+
+  r = run(args + " --train-missing");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(count(r.output, "training") >= 2);
+  for (const char* f :
+       {"results.md", "results.csv", "results.json", "index.html", "hyp/general.txt", "hyp/concat.txt"}) {
+    CHECK(fs::exists(dir / "report" / f));
+  }
+  const auto md = attnmt::read_file((dir / "report" / "results.md").string());
+  CHECK(count(md, "\n") == 4);
+  CHECK_THAT(md, Contains("| general | `luong_general` |"));
+  CHECK_THAT(md, Contains("| concat | `luong_concat` |"));
+  const auto json = nlohmann::json::parse(attnmt::read_file((dir / "report" / "results.json").string()));
+  REQUIRE(json["variants"].size() == 2);
+  for (const auto& v : json["variants"]) {
+    CHECK(v["bleu"].get<double>() >= 0);
+    CHECK(v["valid_ppl"].get<double>() > 1);
+    CHECK(v["decode_sentences_per_sec"].get<double>() > 0);
+    CHECK(v["decode_peak_rss_mib"].get<double>() > 10);
+    CHECK(v["aer"].get<double>() >= 0);
+    CHECK(v["aer"].get<double>() <= 1);
+    CHECK(v["steps"].get<int>() == 50);
+    CHECK(v["parameters"].get<int64_t>() > 1000);
+    CHECK(v["beam_size"].get<int>() == 3);
+    CHECK(v["train_tgt_tokens_per_sec"].get<double>() > 0);
+    CHECK(v["samples"].size() == 2);
+  }
+  CHECK(count(attnmt::read_file((dir / "report" / "results.csv").string()), "\n") == 3);
+  const auto html = attnmt::read_file((dir / "report" / "index.html").string());
+  CHECK(count(html, "class=\"heatmap\"") == 2 * 2);
+  CHECK(count(html, "<tr data-variant=") == 2);
+  CHECK(count(html, "class=\"aer-bar\"") == 2);
+  // the table on stdout
+  CHECK_THAT(r.output, Contains("variant  attention"));
+
+  // the models are there and finished: a second run trains nothing
+  r = run(args + " --train-missing");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find(": training") == std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("compare report in a real browser: table, sorting, one heatmap per variant per sentence",
+          "[report][browser]") {
+  const auto browser = chromium();
+  if (browser.empty()) {
+    WARN("SKIPPED: no chromium on this machine (scripts/test.sh installs it): the report was not opened in a browser");
+    return;
+  }
+  auto dir = temp_dir("browser");
+  // A report as compare writes it: 3 variants, 2 sentences, AER for two of them.
+  attnmt::CompareReport report;
+  report.test_src = "test.de";
+  report.test_sentences = 2;
+  report.gold_text = "gold.txt";
+  report.gold_links = "gold.talp";
+  report.sample_sources = {"Ein Hund läuft .", "Zwei Männer ."};
+  report.sample_references = {"A dog runs .", "Two men ."};
+  const double bleu[] = {12.5, 30.25, 20.0};
+  for (int v = 0; v < 3; ++v) {
+    attnmt::VariantReport r;
+    r.row.variant = "v" + std::to_string(v);
+    r.row.attention = "luong_general";
+    r.row.parameters = 1000 + v;
+    r.row.bleu = bleu[v];
+    r.row.aer = 0.2 * (v + 1);
+    r.row.precision = r.row.recall = 0.5;
+    r.curve = {{100, 1.0, 5.0 + v, 30.0}, {200, 2.0, 9.0 + v, 20.0}};
+    r.heatmaps = {
+        {{"Ein", "Hund", "läuft", "."}, {"A", "dog", "runs", "."}, {{1, 0}, {0, 1}, {0, 0, 1}, {0, 0, 0, 1}}, ""},
+        {{"Zwei", "Männer", "."}, {"Two", "men", "."}, {{1}, {0, 1}, {0, 0, 1}}, ""}};
+    r.translations = {"A dog runs .", "Two men ."};
+    report.variants.push_back(r);
+  }
+  write(dir / "index.html", attnmt::results_html(report));
+  const std::string url = "file://" + (dir / "index.html").string();
+  const std::string flags =
+      "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" + (dir / "profile").string();
+  const std::string dom = shell(browser + " " + flags + " --dump-dom \"" + url + "#sort=bleu-desc\" 2>/dev/null");
+  INFO(dom.substr(0, 2000));
+  CHECK(count(dom, "<table id=\"results\">") == 1);
+  CHECK(count(dom, "<tr data-variant=") == 3);
+  CHECK(count(dom, "class=\"heatmap\"") == 3 * 2);
+  for (int v = 0; v < 3; ++v) {
+    for (int k = 0; k < 2; ++k) {
+      CHECK(count(dom, "data-variant=\"v" + std::to_string(v) + "\" data-sentence=\"" + std::to_string(k) + "\"") == 1);
+    }
+  }
+  // the script ran: rows sorted by BLEU, highest first
+  const auto v1 = dom.find("<tr data-variant=\"v1\""), v2 = dom.find("<tr data-variant=\"v2\""),
+             v0 = dom.find("<tr data-variant=\"v0\"");
+  CHECK(v1 < v2);
+  CHECK(v2 < v0);
+  CHECK_THAT(dom, Contains("data-order=\"desc\""));
+
+  shell(browser + " " + flags + " --window-size=1280,1600 --screenshot=" + (dir / "shot.png").string() + " \"" + url +
+        "\" >/dev/null 2>&1");
+  REQUIRE(fs::exists(dir / "shot.png"));
+  const auto png = attnmt::read_file((dir / "shot.png").string());
+  CHECK(png.substr(1, 3) == "PNG");
+  CHECK(png.size() > 10000);  // not a blank page
+  fs::remove_all(dir);
+}
