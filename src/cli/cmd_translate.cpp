@@ -1,5 +1,5 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
-//                  [--batch-size N] [--workers N] [--attention-out FILE] [--stats FILE]
+//                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--attention-out FILE] [--stats FILE]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -20,7 +20,7 @@ namespace attnmt::cli {
 
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
-    std::string model, checkpoint, input, output, attention_out, device, stats;
+    std::string model, checkpoint, input, output, attention_out, device, stats, precision;
     int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1;
     double length_penalty = -1, max_length_ratio = -1;
   };
@@ -40,6 +40,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
   cmd->add_option("--workers", o->workers,
                   "Batches decoded at once, a thread each (default: decode.workers; 0 = one per thread on CPU)");
+  cmd->add_option("--precision", o->precision, "fp32 | bf16: the output layer in bfloat16 (default: decode.precision)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--stats", o->stats,
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
@@ -62,7 +64,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                        std::to_string(options.search.beam_size) + ")");
     }
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
-    Seq2SeqStepModel step_model(loaded.model);
+    Seq2SeqStepModel step_model(loaded.model, o->precision.empty() ? dc.precision : o->precision);
     const auto start = std::chrono::steady_clock::now();
     auto results = translate_lines(step_model, loaded.tokenizers, lines, options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -100,6 +100,7 @@ struct DecodeConfig {
   double max_length_ratio = 2.0;  // hypotheses stop at ratio * source length + 5 tokens
   int batch_size = 64;            // sentences decoded together
   int workers = 0;                // batches decoded at once, a thread each (0 = one per thread on CPU)
+  std::string precision = "fp32";  // fp32 | bf16 (the output layer's product in bfloat16 on a CPU)
   int n_best = 1;                 // hypotheses written per input line
 };
 

@@ -113,6 +113,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.max_length_ratio),
     ATTNMT_FIELD(decode.batch_size),
     ATTNMT_FIELD(decode.workers),
+    ATTNMT_FIELD(decode.precision),
     ATTNMT_FIELD(decode.n_best),
 
     ATTNMT_FIELD(distributed.backend),
@@ -650,6 +651,7 @@ void validate_config(const Config& c) {
 
   const DecodeConfig& d = c.decode;
   check_int(d.workers >= 0, "decode.workers", ">= 0 (0 = one per thread on a CPU)", d.workers);
+  check_one_of(d.precision, "decode.precision", {"fp32", "bf16"});
   check_int(d.beam_size >= 1, "decode.beam_size", ">= 1", d.beam_size);
   check_double(d.length_penalty >= 0 && std::isfinite(d.length_penalty), "decode.length_penalty",
                ">= 0", d.length_penalty);

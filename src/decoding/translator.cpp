@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <numeric>
-#include <thread>
 
 #include <ATen/Parallel.h>
 
+#include "parallel/workers.h"
 #include "util/logging.h"
 
 namespace attnmt {
@@ -99,32 +98,16 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   // threads (a step's many small operations do not split well across threads; batches do).
   const int wanted = options.workers > 0 ? options.workers : (device.is_cpu() ? at::get_num_threads() : 1);
   const int workers = static_cast<int>(std::min<size_t>(wanted, std::max<size_t>(batches, 1)));
-  if (workers == 1) {
-    for (size_t k = 0; k < batches; ++k) decode_batch(k);
-    return results;
-  }
-  const int threads_each = std::max(1, at::get_num_threads() / workers);
   std::atomic<size_t> next{0};
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
-  auto work = [&](int w) {
+  run_workers(workers, at::get_num_threads() / workers, [&](int) {
+    torch::InferenceMode worker_inference;
     try {
-      torch::InferenceMode worker_inference;
-      at::set_num_threads(threads_each);
       for (size_t k; (k = next.fetch_add(1)) < batches;) decode_batch(k);
     } catch (...) {
-      errors[static_cast<size_t>(w)] = std::current_exception();
-      next = batches;  // the others stop after their current batch
+      next = batches;  // the other workers stop after their current batch
+      throw;
     }
-  };
-  const int outer = at::get_num_threads();
-  std::vector<std::thread> threads;
-  for (int w = 1; w < workers; ++w) threads.emplace_back(work, w);
-  work(0);
-  for (auto& t : threads) t.join();
-  at::set_num_threads(outer);
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  });
   return results;
 }
 

@@ -87,9 +87,14 @@ torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::
 
 torch::Tensor Seq2SeqImpl::step(const torch::Tensor& prev, const AttentionMemory& memory,
                                 DecoderStepState& state, int64_t t, torch::Tensor* attention) {
+  return generate(step_hidden(prev, memory, state, t, attention));
+}
+
+torch::Tensor Seq2SeqImpl::step_hidden(const torch::Tensor& prev, const AttentionMemory& memory,
+                                       DecoderStepState& state, int64_t t, torch::Tensor* attention) {
   auto embedded = tgt_embed_(prev);  // [N, E]
   auto gates = decoder_->project_embeddings(embedded);
-  return generate(decoder_->step(gates, embedded, memory, state, t, attention));
+  return decoder_->step(gates, embedded, memory, state, t, attention);
 }
 
 namespace {
@@ -104,6 +109,13 @@ struct Seq2SeqSearchState : SearchState {
 };
 }  // namespace
 
+Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision) : model_(std::move(model)) {
+  if (precision == "bf16" && device().is_cpu()) {
+    torch::NoGradGuard no_grad;
+    out_weight_bf16_ = model_->output_weight().detach().to(torch::kBFloat16).contiguous();
+  }
+}
+
 std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, const torch::Tensor& lengths) {
   auto enc = model_->encode(src, lengths);
   auto s = std::make_unique<Seq2SeqSearchState>();
@@ -115,7 +127,14 @@ std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, c
 StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
   auto& s = static_cast<Seq2SeqSearchState&>(state);
   StepResult r;
-  auto logits = model_->step(prev_tokens, s.memory, s.state, s.t, want_attention ? &r.attention : nullptr);
+  auto* attention = want_attention ? &r.attention : nullptr;
+  torch::Tensor logits;
+  if (out_weight_bf16_.defined()) {
+    auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention);
+    logits = torch::mm(hidden.to(torch::kBFloat16), out_weight_bf16_.t()).to(torch::kFloat).add_(model_->output_bias());
+  } else {
+    logits = model_->step(prev_tokens, s.memory, s.state, s.t, attention);
+  }
   r.log_probs = logits.log_softmax(-1);
   ++s.t;
   return r;

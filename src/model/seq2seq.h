@@ -46,6 +46,9 @@ class Seq2SeqImpl : public torch::nn::Module {
   // One decoding step: prev [N] -> logits [N, V].
   torch::Tensor step(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
                      int64_t t, torch::Tensor* attention);
+  // step() without the output layer: h~ [N, H].
+  torch::Tensor step_hidden(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
+                            int64_t t, torch::Tensor* attention);
 
   Decoder& decoder() { return decoder_; }
   const VocabSizes& vocab() const { return vocab_; }
@@ -66,7 +69,9 @@ TORCH_MODULE(Seq2Seq);
 // Adapts a Seq2Seq to the search interface (decoding/step_model.h).
 class Seq2SeqStepModel : public StepModel {
  public:
-  explicit Seq2SeqStepModel(Seq2Seq model) : model_(std::move(model)) {}
+  // precision (decode.precision): fp32, or bf16 = the output layer's product in bfloat16 (oneDNN)
+  // from a bfloat16 copy of its weight made here, the softmax in fp32. CPU only (else fp32).
+  explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32");
   std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override;
   StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
   int64_t bos_id() const override { return model_->vocab().bos_id; }
@@ -75,6 +80,7 @@ class Seq2SeqStepModel : public StepModel {
 
  private:
   Seq2Seq model_;
+  torch::Tensor out_weight_bf16_;  // [V, H] when decoding with a bfloat16 output layer
 };
 
 }  // namespace attnmt

@@ -1,10 +1,10 @@
 #include "train/replicas.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Parallel.h>
 
-#include <exception>
-#include <thread>
+#include <algorithm>
+
+#include "parallel/workers.h"
 
 namespace attnmt {
 
@@ -40,30 +40,7 @@ void Replicas::prepare() {
   }
 }
 
-void Replicas::parallel(const std::function<void(int)>& fn) {
-  if (models_.size() == 1) {
-    fn(0);
-    return;
-  }
-  std::vector<std::exception_ptr> errors(models_.size());
-  auto run = [&](int r) {
-    try {
-      at::set_num_threads(threads_each_);
-      fn(r);
-    } catch (...) {
-      errors[static_cast<size_t>(r)] = std::current_exception();
-    }
-  };
-  const int outer = at::get_num_threads();
-  std::vector<std::thread> threads;
-  for (int r = 1; r < count(); ++r) threads.emplace_back(run, r);
-  run(0);
-  for (auto& t : threads) t.join();
-  at::set_num_threads(outer);
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-}
+void Replicas::parallel(const std::function<void(int)>& fn) { run_workers(count(), threads_each_, fn); }
 
 void Replicas::reduce_gradients() {
   if (models_.size() == 1) return;
