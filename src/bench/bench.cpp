@@ -292,7 +292,8 @@ json run_bench(const BenchOptions& o) {
             const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
             auto child = run_child({"translate", "--model", model_dir, "--input", src, "--output", hyp,
                                     "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
-                                    "--threads", std::to_string(threads), "--stats", stats_file},
+                                    "--threads", std::to_string(threads), "--precision", cfg.decode.precision,
+                                    "--workers", std::to_string(cfg.decode.workers), "--stats", stats_file},
                                    dir + "/" + mode.name + ".out");
             const auto stats = json::parse(read_file(stats_file));
             const double sentences = stats["sentences"].get<double>(), tokens = stats["target_tokens"].get<double>();
