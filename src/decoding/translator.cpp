@@ -96,8 +96,8 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   };
   // Workers take batches longest first; each runs its own search with threads / workers intra-op
   // threads (a step's many small operations do not split well across threads; batches do).
-  const int wanted = options.workers > 0 ? options.workers : (device.is_cpu() ? at::get_num_threads() : 1);
-  const int workers = static_cast<int>(std::min<size_t>(wanted, std::max<size_t>(batches, 1)));
+  const int workers = static_cast<int>(
+      std::min<size_t>(resolve_workers(options.workers, device.is_cpu()), std::max<size_t>(batches, 1)));
   std::atomic<size_t> next{0};
   run_workers(workers, at::get_num_threads() / workers, [&](int) {
     torch::InferenceMode worker_inference;

@@ -34,4 +34,9 @@ void run_workers(int workers, int threads_each, const std::function<void(int)>& 
   }
 }
 
+int resolve_workers(int requested, bool cpu) {
+  if (requested > 0) return requested;
+  return cpu ? at::get_num_threads() : 1;
+}
+
 }  // namespace attnmt

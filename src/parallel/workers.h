@@ -12,4 +12,8 @@ namespace attnmt {
 // caller's intra-op thread count and rethrows the first exception. workers <= 1: fn(0) here.
 void run_workers(int workers, int threads_each, const std::function<void(int)>& fn);
 
+// A train.replicas / decode.workers value: > 0 as it is; 0 = one per intra-op thread of the caller
+// on a CPU, 1 on a GPU.
+int resolve_workers(int requested, bool cpu);
+
 }  // namespace attnmt

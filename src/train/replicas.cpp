@@ -8,7 +8,7 @@
 
 namespace attnmt {
 
-Replicas::Replicas(Seq2Seq main, const ModelConfig& config, const VocabSizes& vocab, int count, int threads_each)
+Replicas::Replicas(Seq2Seq main, const ModelConfig& config, int count, int threads_each)
     : threads_each_(std::max(1, threads_each)) {
   models_.push_back(main);
   if (count <= 1) return;
@@ -17,7 +17,7 @@ Replicas::Replicas(Seq2Seq main, const ModelConfig& config, const VocabSizes& vo
   const auto state = generator.get_state();
   const auto device = main->parameters().front().device();
   for (int r = 1; r < count; ++r) {
-    Seq2Seq replica(config, vocab);
+    Seq2Seq replica(config, main->vocab());
     replica->to(device);
     replica->train();
     models_.push_back(replica);

@@ -20,7 +20,7 @@ namespace attnmt {
 class Replicas {
  public:
   // count >= 1; threads_each: intra-op threads of each replica's thread.
-  Replicas(Seq2Seq main, const ModelConfig& config, const VocabSizes& vocab, int count, int threads_each);
+  Replicas(Seq2Seq main, const ModelConfig& config, int count, int threads_each);
 
   int count() const { return static_cast<int>(models_.size()); }
   Seq2Seq& model(int r) { return models_[static_cast<size_t>(r)]; }

@@ -29,6 +29,7 @@
 #include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/loss.h"
+#include "parallel/workers.h"
 #include "train/optimizer.h"
 #include "train/replicas.h"
 #include "util/error.h"
@@ -669,15 +670,8 @@ void Trainer::run() {
   prepare_data();
   build_model();
   restore_or_start();
-  {
-    // train.replicas: 0 = one per thread on a CPU, one on a GPU.
-    const int threads = torch::get_num_threads();
-    const int count = cfg_.train.replicas > 0 ? cfg_.train.replicas : (device_.is_cpu() ? threads : 1);
-    VocabSizes vocab;
-    vocab.src = tokenizers_.src->vocab_size();
-    vocab.tgt = tokenizers_.tgt->vocab_size();
-    replicas_ = std::make_unique<Replicas>(model_, cfg_.model, vocab, count, threads / count);
-  }
+  const int replicas = resolve_workers(cfg_.train.replicas, device_.is_cpu());
+  replicas_ = std::make_unique<Replicas>(model_, cfg_.model, replicas, torch::get_num_threads() / replicas);
   const auto batches_per_epoch = epoch_batches(0, dist_->world_size()).size();
   spdlog::info("[train] {} threads ({}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
                blas_description(), replicas_->count(), device_.str(), batches_per_epoch,

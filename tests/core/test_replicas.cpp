@@ -55,7 +55,7 @@ TEST_CASE("two replicas in threads give one model's gradient on the whole batch"
     p.mutable_grad().zero_();
   }
 
-  Replicas replicas(model, config, vocab, 2, 1);
+  Replicas replicas(model, config, 2, 1);
   REQUIRE(replicas.count() == 2);
   replicas.prepare();
   auto mine = model->parameters(), theirs = replicas.model(1)->parameters();
