@@ -6,10 +6,15 @@
 # the run's report lines), steps and wall time. A config whose save dir already holds a finished
 # run (a "test" line in log.jsonl) is not trained again, so the script can be stopped and re-run.
 #   scripts/train_attention_zoo.sh [NAME ...]     (default: every config but default/quickstart)
+# ATTNMT=path/to/attnmt trains with that binary instead of building build/attnmt (e.g. a copy, so
+# that rebuilding the tree during the hours the zoo takes does not change the binary under it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh
-scripts/build.sh --target attnmt
+if [ -z "${ATTNMT:-}" ]; then
+  scripts/install_deps.sh
+  scripts/build.sh --target attnmt
+  ATTNMT=build/attnmt
+fi
 export OMP_WAIT_POLICY=PASSIVE
 command -v python3 >/dev/null || { echo "train_attention_zoo.sh: python3 is needed for the table" >&2; exit 2; }
 
@@ -28,7 +33,7 @@ for n in "${names[@]}"; do
   fi
   echo "[zoo] $n: training ($(date +%H:%M))"
   resume=(); ls "$dir"/ckpt.*.pt >/dev/null 2>&1 && resume=(--resume)
-  build/attnmt train "configs/multi30k_de_en/$n.yaml" "${resume[@]}" > "runs/zoo_$n.log" 2>&1 ||
+  "$ATTNMT" train "configs/multi30k_de_en/$n.yaml" "${resume[@]}" > "runs/zoo_$n.log" 2>&1 ||
     echo "[zoo] $n: training failed, see runs/zoo_$n.log"
 done
 

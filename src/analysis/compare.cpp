@@ -111,7 +111,7 @@ bool training_finished(const std::string& save_dir) {
   if (!fs::is_directory(save_dir)) return false;
   const auto steps = list_step_checkpoints(save_dir);
   if (steps.empty()) return false;
-  const auto header = read_checkpoint_header(steps.front());
+  const auto header = CheckpointFile(steps.front()).header();
   const auto& t = header.config.train;
   const auto& p = header.progress;
   if (t.max_steps > 0 && p.step >= t.max_steps) return true;

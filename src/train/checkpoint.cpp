@@ -83,15 +83,34 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
     optimizer->save(optim_archive);
     archive.write("optimizer", optim_archive);
   }
-  std::ostringstream bytes;
-  archive.save_to(bytes);
-  write_file_atomic(path, bytes.str());
+  // Streamed to the file: a checkpoint built in memory would be a second copy of the model and
+  // the optimizer at the peak of training's memory. The archive writer must not see a failed
+  // write (it then throws from its destructor, which ends the process), so the first error is
+  // kept, the rest of the bytes are dropped, and the error is thrown once the writer is done.
+  AtomicFile file(path);
+  std::exception_ptr error;
+  try {
+    archive.save_to([&](const void* data, size_t size) -> size_t {
+      if (!error) {
+        try {
+          file.write(data, size);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      return size;
+    });
+  } catch (const c10::Error& e) {
+    if (!error) throw RuntimeError("cannot write '" + path + "': " + first_line(e.what_without_backtrace()));
+  }
+  if (error) std::rethrow_exception(error);
+  file.commit();
 }
 
-CheckpointContents read_checkpoint_header(const std::string& path, const std::string* bytes) {
-  torch::serialize::InputArchive archive;
+CheckpointFile::CheckpointFile(const std::string& path, const std::string* bytes) : path_(path) {
+  auto& archive = archive_;
   load_archive(archive, path, bytes);
-  CheckpointContents c;
+  auto& c = header_;
   try {
     const auto version = read_scalar<int64_t>(archive, "format_version", path);
     if (version != kCheckpointFormat) {
@@ -118,20 +137,20 @@ CheckpointContents read_checkpoint_header(const std::string& path, const std::st
   } catch (const c10::Error& e) {
     throw InputError("checkpoint '" + path + "' is corrupted (" + first_line(e.what_without_backtrace()) + ")");
   }
-  return c;
 }
 
-void load_checkpoint_state(const std::string& path, Seq2Seq& model, torch::optim::Optimizer* optimizer,
-                           bool restore_rng, const std::string* bytes) {
-  torch::serialize::InputArchive archive;
-  load_archive(archive, path, bytes);
+void CheckpointFile::load_state(Seq2Seq& model, torch::optim::Optimizer* optimizer, bool restore_rng) {
+  auto& archive = archive_;
+  const auto& path = path_;
   try {
     torch::serialize::InputArchive model_archive;
     archive.read("model", model_archive);
     model->load(model_archive);
     if (optimizer) {
       torch::serialize::InputArchive optim_archive;
-      archive.read("optimizer", optim_archive);
+      if (!archive.try_read("optimizer", optim_archive)) {
+        throw InputError("checkpoint '" + path + "' has no optimizer state (best.pt is for decoding: resume from a ckpt.<step>.pt)");
+      }
       optimizer->load(optim_archive);
     }
     if (restore_rng) {
@@ -177,7 +196,8 @@ LoadedModel load_model(const std::string& save_dir, const std::string& checkpoin
       m.checkpoint = steps.front();
     }
   }
-  auto header = read_checkpoint_header(m.checkpoint);
+  CheckpointFile file(m.checkpoint);
+  const auto& header = file.header();
   m.config = header.config;
   m.tokenizers = load_or_train_tokenizers(m.config.tokenizer, save_dir, nullptr, m.config.train.seed);
   if (m.tokenizers.src->vocab_size() != header.vocab.src || m.tokenizers.tgt->vocab_size() != header.vocab.tgt) {
@@ -187,7 +207,7 @@ LoadedModel load_model(const std::string& save_dir, const std::string& checkpoin
                      std::to_string(header.vocab.tgt));
   }
   m.model = Seq2Seq(m.config.model, header.vocab);
-  load_checkpoint_state(m.checkpoint, m.model, nullptr, /*restore_rng=*/false);
+  file.load_state(m.model, nullptr, /*restore_rng=*/false);
   m.model->to(parse_device(device.empty() ? m.config.device : device));
   m.model->eval();
   return m;

@@ -36,7 +36,7 @@ struct TrainingProgress {
   int64_t world_size = 1;        // processes that trained (batch_in_epoch counts their global batches)
 };
 
-// Writes a checkpoint atomically. RuntimeError (naming the path) if it cannot be written; the
+// Writes a checkpoint atomically (without optimizer state when `optimizer` is null). RuntimeError (naming the path) if it cannot be written; the
 // previous file at `path` stays intact.
 void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
                      torch::optim::Optimizer* optimizer, const TrainingProgress& progress);
@@ -47,14 +47,24 @@ struct CheckpointContents {
   TrainingProgress progress;
 };
 
-// Reads the config/vocab/progress part; then load_checkpoint_state fills a model (and optimizer)
-// built from that config. InputError (naming the file) for a missing, truncated or corrupted
-// file or a different format version. With `bytes`, the checkpoint is read from them instead of
-// the file (`path` only names it in messages): the other ranks of a distributed run read rank 0's
-// checkpoint this way.
-CheckpointContents read_checkpoint_header(const std::string& path, const std::string* bytes = nullptr);
-void load_checkpoint_state(const std::string& path, Seq2Seq& model, torch::optim::Optimizer* optimizer,
-                           bool restore_rng, const std::string* bytes = nullptr);
+// A checkpoint file, read once: header() is the config/vocab/progress part; load_state then fills
+// a model (and optimizer) built from that config. best.pt holds no optimizer state (it is for
+// decoding; resuming reads the step checkpoints). InputError (naming the file) for a missing,
+// truncated or corrupted file or a different format version. With `bytes`, the checkpoint is
+// read from them instead of the file (`path` only names it in messages): the other ranks of a
+// distributed run read rank 0's checkpoint this way.
+class CheckpointFile {
+ public:
+  explicit CheckpointFile(const std::string& path, const std::string* bytes = nullptr);
+  const CheckpointContents& header() const { return header_; }
+  // InputError if the model (or optimizer, when given) does not match the stored state.
+  void load_state(Seq2Seq& model, torch::optim::Optimizer* optimizer, bool restore_rng);
+
+ private:
+  std::string path_;
+  torch::serialize::InputArchive archive_;
+  CheckpointContents header_;
+};
 
 // Step checkpoints in a save dir, newest first.
 std::vector<std::string> list_step_checkpoints(const std::string& save_dir);

@@ -275,11 +275,12 @@ void Trainer::restore_or_start() {
     if (checkpoints.empty()) throw InputError("--resume: no checkpoint in '" + cfg_.train.save_dir + "'");
     for (const auto& path : checkpoints) {
       try {
-        auto header = read_checkpoint_header(path);
+        CheckpointFile file(path);
+        const auto& header = file.header();
         if (header.vocab.src != model_->vocab().src || header.vocab.tgt != model_->vocab().tgt) {
           throw InputError("checkpoint '" + path + "' vocabulary does not match the tokenizer models in the save dir");
         }
-        load_checkpoint_state(path, model_, optimizer_.get(), /*restore_rng=*/true);
+        file.load_state(model_, optimizer_.get(), /*restore_rng=*/true);
         progress = header.progress;
         chosen = path;
         break;
@@ -294,8 +295,9 @@ void Trainer::restore_or_start() {
     bytes = dist_->broadcast_bytes(bytes);
     chosen = dist_->broadcast_bytes(chosen);
     if (!is_main()) {
-      progress = read_checkpoint_header(chosen, &bytes).progress;
-      load_checkpoint_state(chosen, model_, optimizer_.get(), /*restore_rng=*/false, &bytes);
+      CheckpointFile file(chosen, &bytes);
+      progress = file.header().progress;
+      file.load_state(model_, optimizer_.get(), /*restore_rng=*/false);
     }
   }
   progress_ = progress;
@@ -474,7 +476,7 @@ void Trainer::after_validation(const ValidResult& v) {
   save_step_checkpoint();
   if (improved) {
     check_finite_parameters();
-    save_checkpoint((fs::path(cfg_.train.save_dir) / "best.pt").string(), cfg_, model_, optimizer_.get(), progress_);
+    save_checkpoint((fs::path(cfg_.train.save_dir) / "best.pt").string(), cfg_, model_, /*optimizer=*/nullptr, progress_);
   }
   if (cfg_.train.patience > 0 && progress_.bad_validations >= cfg_.train.patience) {
     spdlog::info("[train] early stopping: no improvement in {} validations", progress_.bad_validations);
@@ -512,7 +514,7 @@ void Trainer::evaluate_test() {
   if (cfg_.data.test.src.empty()) return;
   const auto test = read_parallel(cfg_.data.test, "test");
   const auto best = (fs::path(cfg_.train.save_dir) / "best.pt").string();
-  if (fs::exists(best)) load_checkpoint_state(best, model_, nullptr, /*restore_rng=*/false);
+  if (fs::exists(best)) CheckpointFile(best).load_state(model_, nullptr, /*restore_rng=*/false);
   model_->eval();
   Seq2SeqStepModel step_model(model_, cfg_.decode.precision);
   TranslateOptions options = translate_options(cfg_.decode);

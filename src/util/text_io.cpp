@@ -109,38 +109,58 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& what) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw RuntimeError("cannot write '" + path + "': " + what + ": " + reason);
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail("open");
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd_ < 0) fail("open");
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::fail(const std::string& what) {
+  const std::string reason = std::strerror(errno);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  tmp_.clear();
+  throw RuntimeError("cannot write '" + path_ + "': " + what + ": " + reason);
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  const auto* p = static_cast<const char*>(data);
   size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+  while (done < size) {
+    const ssize_t w = ::write(fd_, p + done, size - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
       fail("write");
     }
     done += static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
-  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) fail("fsync");
+  const int fd = fd_;
+  fd_ = -1;
   if (::close(fd) != 0) fail("close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
-  auto dir = fs::path(path).parent_path();
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("rename");
+  tmp_.clear();
+  auto dir = std::filesystem::path(path_).parent_path();
   int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  AtomicFile file(path);
+  file.write(content.data(), content.size());
+  file.commit();
 }
 
 }  // namespace attnmt

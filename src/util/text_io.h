@@ -25,8 +25,25 @@ size_t find_invalid_utf8(std::string_view text);
 // Whole file as a string (binary), InputError if it cannot be read.
 std::string read_file(const std::string& path);
 
-// Writes `content` to `path` atomically: temp file in the same directory, fsync, rename.
-// RuntimeError (naming the path) on failure; the previous file is left intact.
+// A file written atomically: bytes go to a temp file in the same directory; commit() fsyncs it
+// and renames it over `path`. Dropped without commit(), the temp file is removed and the previous
+// file at `path` is left intact. RuntimeError (naming the path and the system's reason) on failure.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void write(const void* data, size_t size);
+  void commit();
+
+ private:
+  [[noreturn]] void fail(const std::string& what);
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+// Writes `content` to `path` with an AtomicFile.
 void write_file_atomic(const std::string& path, const std::string& content);
 
 }  // namespace attnmt

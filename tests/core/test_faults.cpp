@@ -10,6 +10,7 @@
 
 #include "program.h"
 #include "train/checkpoint.h"
+#include "util/error.h"
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
@@ -155,5 +156,35 @@ TEST_CASE("a checkpoint that cannot be written: clear error, the previous one in
   INFO(again.output);
   CHECK(again.status == 0);
   CHECK(fs::exists(dir / "m" / "ckpt.8.pt"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("best.pt is for decoding: the model without the optimizer, and resuming from it is refused",
+          "[reliability][e2e]") {
+  auto dir = temp_dir("best_model_only");
+  write(dir / "c.yaml", tiny_config(dir / "m", 4));
+  auto r = run("train " + (dir / "c.yaml").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto best = (dir / "m" / "best.pt").string();
+  const auto step = (dir / "m" / "ckpt.4.pt").string();
+  attnmt::CheckpointFile best_file(best), step_file(step);
+  CHECK(best_file.header().progress.step == step_file.header().progress.step);
+  // Adam keeps two moments per parameter: a step checkpoint is about three models, best.pt one
+  CHECK(fs::file_size(step) > 2.5 * fs::file_size(best));
+  auto model = attnmt::Seq2Seq(best_file.header().config.model, best_file.header().vocab);
+  best_file.load_state(model, nullptr, /*restore_rng=*/false);
+  const auto stepped = checkpoint_tensors(dir / "m" / "ckpt.4.pt");
+  for (const auto& p : model->named_parameters()) {
+    INFO(p.key());
+    CHECK(torch::equal(p.value(), stepped.at(p.key())));
+  }
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(0.01));
+  try {
+    best_file.load_state(model, &adam, /*restore_rng=*/false);
+    FAIL("loading an optimizer from best.pt did not fail");
+  } catch (const attnmt::InputError& e) {
+    CHECK(std::string(e.what()).find("has no optimizer state") != std::string::npos);
+  }
   fs::remove_all(dir);
 }
