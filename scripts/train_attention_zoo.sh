@@ -6,11 +6,14 @@
 # the run's report lines), steps and wall time. A config whose save dir already holds a finished
 # run (a "test" line in log.jsonl) is not trained again, so the script can be stopped and re-run.
 #   scripts/train_attention_zoo.sh [NAME ...]     (default: every config but default/quickstart)
+#   scripts/train_attention_zoo.sh --table [NAME ...]   (no training: the table of what is trained)
 # ATTNMT=path/to/attnmt trains with that binary instead of building build/attnmt (e.g. a copy, so
 # that rebuilding the tree during the hours the zoo takes does not change the binary under it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${ATTNMT:-}" ]; then
+table_only=0
+if [ "${1:-}" = --table ]; then table_only=1; shift; fi
+if [ "$table_only" = 0 ] && [ -z "${ATTNMT:-}" ]; then
   scripts/install_deps.sh
   scripts/build.sh --target attnmt
   ATTNMT=build/attnmt
@@ -26,6 +29,7 @@ if (($#)); then names=("$@"); else
   done
 fi
 for n in "${names[@]}"; do
+  ((table_only)) && break
   dir=runs/multi30k_de_en/$n
   if [ -f "$dir/log.jsonl" ] && grep -q '"type":"test"' "$dir/log.jsonl"; then
     echo "[zoo] $n: already trained"
@@ -71,5 +75,8 @@ table = "\n".join(lines)
 print(table)
 with open("docs/attention_results.md", "w") as f:
     f.write("# Attention variants on Multi30k de→en (test_2016_flickr, beam 5)\n\n"
-            "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`.\n\n" + table + "\n")
+            "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`: "
+            f"{sum(r['bleu'] is not None for r in rows)} of {len(sys.argv) - 1} configs trained to the end "
+            "(a row without BLEU is still training). Budget: 3,000 updates each; tokens/s is the median "
+            "of the run's report lines on a shared 2-core machine.\n\n" + table + "\n")
 PY
