@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <sstream>
 
@@ -149,7 +150,8 @@ void CheckpointFile::load_state(Seq2Seq& model, torch::optim::Optimizer* optimiz
     if (optimizer) {
       torch::serialize::InputArchive optim_archive;
       if (!archive.try_read("optimizer", optim_archive)) {
-        throw InputError("checkpoint '" + path + "' has no optimizer state (best.pt is for decoding: resume from a ckpt.<step>.pt)");
+        throw InputError("checkpoint '" + path +
+                         "' has no optimizer state (best.pt is for decoding: resume from a ckpt.<step>.pt)");
       }
       optimizer->load(optim_archive);
     }

@@ -36,8 +36,9 @@ struct TrainingProgress {
   int64_t world_size = 1;        // processes that trained (batch_in_epoch counts their global batches)
 };
 
-// Writes a checkpoint atomically (without optimizer state when `optimizer` is null). RuntimeError (naming the path) if it cannot be written; the
-// previous file at `path` stays intact.
+// Writes a checkpoint atomically, streamed to disk (without optimizer state when `optimizer` is
+// null). RuntimeError (naming the path) if it cannot be written; the previous file at `path`
+// stays intact.
 void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
                      torch::optim::Optimizer* optimizer, const TrainingProgress& progress);
 

@@ -31,7 +31,8 @@ torch::Tensor reference_states(Encoder& encoder, const torch::Tensor& x, int64_t
 
 }  // namespace
 
-TEST_CASE("encoder: a padded batch equals each sentence encoded alone (padding never reaches a real position)", "[model]") {
+TEST_CASE("encoder: a padded batch equals each sentence encoded alone (padding never reaches a real position)",
+          "[model]") {
   torch::manual_seed(7);
   EncoderConfig config;
   config.layers = 2;
