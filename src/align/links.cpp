@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <sstream>
 
 #include "align/words.h"
 #include "util/error.h"
@@ -29,19 +28,23 @@ bool split_link(const std::string& token, bool allow_possible, int* first, int* 
   return parse_index(token.substr(0, at), first) && parse_index(token.substr(at + 1), second);
 }
 
-std::vector<std::string> split_ws(const std::string& line) {
-  std::istringstream in(line);
-  std::vector<std::string> tokens;
-  std::string t;
-  while (in >> t) tokens.push_back(t);
-  return tokens;
+// Each line of `path` parsed by `parse(line, "'path' line N")`.
+template <typename Parse>
+auto parse_lines(const std::string& path, Parse parse) {
+  const auto lines = read_lines(path);
+  std::vector<decltype(parse(lines.front(), path))> out;
+  out.reserve(lines.size());
+  for (size_t n = 0; n < lines.size(); ++n) {
+    out.push_back(parse(lines[n], "'" + path + "' line " + std::to_string(n + 1)));
+  }
+  return out;
 }
 
 }  // namespace
 
 Links parse_pharaoh(const std::string& line, const std::string& where) {
   Links links;
-  for (const auto& token : split_ws(line)) {
+  for (const auto& token : split_words(line)) {
     int i = 0, j = 0;
     bool possible = false;
     if (!split_link(token, /*allow_possible=*/false, &i, &j, &possible)) {
@@ -54,7 +57,7 @@ Links parse_pharaoh(const std::string& line, const std::string& where) {
 
 GoldLinks parse_talp(const std::string& line, const std::string& where) {
   GoldLinks gold;
-  for (const auto& token : split_ws(line)) {
+  for (const auto& token : split_words(line)) {
     int i = 0, j = 0;
     bool possible = false;
     if (!split_link(token, /*allow_possible=*/true, &i, &j, &possible)) {
@@ -69,25 +72,9 @@ GoldLinks parse_talp(const std::string& line, const std::string& where) {
   return gold;
 }
 
-std::vector<Links> read_pharaoh(const std::string& path) {
-  const auto lines = read_lines(path);
-  std::vector<Links> out;
-  out.reserve(lines.size());
-  for (size_t n = 0; n < lines.size(); ++n) {
-    out.push_back(parse_pharaoh(lines[n], "'" + path + "' line " + std::to_string(n + 1)));
-  }
-  return out;
-}
+std::vector<Links> read_pharaoh(const std::string& path) { return parse_lines(path, parse_pharaoh); }
 
-std::vector<GoldLinks> read_talp(const std::string& path) {
-  const auto lines = read_lines(path);
-  std::vector<GoldLinks> out;
-  out.reserve(lines.size());
-  for (size_t n = 0; n < lines.size(); ++n) {
-    out.push_back(parse_talp(lines[n], "'" + path + "' line " + std::to_string(n + 1)));
-  }
-  return out;
-}
+std::vector<GoldLinks> read_talp(const std::string& path) { return parse_lines(path, parse_talp); }
 
 std::string format_pharaoh(const Links& links) {
   std::string out;

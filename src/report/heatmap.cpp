@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <functional>
 
 #include "util/error.h"
@@ -198,18 +199,30 @@ void write_heatmap_png(const Heatmap& map, const std::string& path) {
   cairo_stroke(cr);
   cairo_destroy(cr);
   cairo_surface_flush(surface);
-  // cairo writes the file directly; write to a temp name and rename, like every other output
-  const std::string tmp = path + ".tmp.png";
-  const auto status = cairo_surface_write_to_png(surface, tmp.c_str());
+  // through an AtomicFile like every other output; cairo calls back from C, so a write error is
+  // kept and thrown once cairo has returned
+  AtomicFile file(path);
+  struct Sink {
+    AtomicFile* file;
+    std::exception_ptr error;
+  } sink{&file, nullptr};
+  const auto status = cairo_surface_write_to_png_stream(
+      surface,
+      [](void* closure, const unsigned char* data, unsigned int size) {
+        auto* sink = static_cast<Sink*>(closure);
+        try {
+          sink->file->write(data, size);
+          return CAIRO_STATUS_SUCCESS;
+        } catch (...) {
+          sink->error = std::current_exception();
+          return CAIRO_STATUS_WRITE_ERROR;
+        }
+      },
+      &sink);
   cairo_surface_destroy(surface);
-  if (status != CAIRO_STATUS_SUCCESS) {
-    std::remove(tmp.c_str());
-    throw RuntimeError("cannot write '" + path + "': " + cairo_status_to_string(status));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw RuntimeError("cannot write '" + path + "'");
-  }
+  if (sink.error) std::rethrow_exception(sink.error);
+  if (status != CAIRO_STATUS_SUCCESS) throw RuntimeError("cannot write '" + path + "': " + cairo_status_to_string(status));
+  file.commit();
 }
 #else
 bool png_supported() { return false; }
