@@ -10,15 +10,22 @@ namespace attnmt {
 namespace {
 constexpr double kInitialBias = -4.0;  // r
 constexpr double kNoiseStd = 1.0;      // pre-sigmoid noise while training
-constexpr double kTiny = 1e-10;        // clamp of the cumulative product
+constexpr double kTiny = 1e-10;        // floor of 1 - p_i (p is 1.0 exactly in float for energies > ~17)
+constexpr double kTinyMass = 1e-30;    // floor of alpha_{t-1} before its log (a weight this small adds nothing)
 }  // namespace
 
 torch::Tensor monotonic_expected_alignment(const torch::Tensor& p, const torch::Tensor& previous) {
-  // cumprod_excl(1 - p)_i = prod_{k<i} (1 - p_k), in log space.
-  auto log_keep = torch::log((1.0 - p).clamp(kTiny, 1.0));                     // [B, S]
-  auto log_cumprod = torch::cumsum(log_keep, 1) - log_keep;                     // exclusive
-  auto cumprod = torch::exp(log_cumprod);
-  return p * cumprod * torch::cumsum(previous / cumprod.clamp(kTiny, 1.0), 1);  // [B, S]
+  // alpha_{t,i} = p_i sum_{k<=i} alpha_{t-1,k} prod_{k<=l<i} (1 - p_l), summed in log space:
+  //   log_cumprod_i = sum_{l<i} log(1 - p_l)   (exclusive),
+  //   alpha_{t,i}   = p_i exp(log_cumprod_i + logcumsumexp_k(log alpha_{t-1,k} - log_cumprod_k)).
+  // Dividing by a clamped cumprod instead loses the mass whenever positions left of the focus
+  // have p near 1 (their product falls under the clamp although the ratio the formula needs,
+  // prod_{k<=l<i}, does not): the attention died out in training. Here each term's exponent is
+  // log alpha_{t-1,k} + sum_{k<=l<i} log(1 - p_l) <= 0, so nothing overflows or underflows early.
+  auto log_keep = torch::log((1.0 - p).clamp(kTiny, 1.0));                        // [B, S]
+  auto log_cumprod = torch::cumsum(log_keep, 1) - log_keep;                        // exclusive
+  auto log_previous = torch::log(previous.clamp_min(kTinyMass));                   // 0 -> ~-69
+  return p * torch::exp(log_cumprod + torch::logcumsumexp(log_previous - log_cumprod, 1));  // [B, S]
 }
 
 MonotonicAttention::MonotonicAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)

@@ -6,8 +6,9 @@
 //   alpha_t = p_t * cumprod_excl(1 - p_t) * cumsum(alpha_{t-1} / cumprod_excl(1 - p_t)),
 // alpha_0 = one-hot at the first position, with N(0, 1) noise added to the energies while
 // training (section 2.5). It sums to at most 1: the rest is the probability of attending nowhere.
-// The cumulative product is taken in log space and clamped to [1e-10, 1] (the paper's fix for
-// long inputs). Decoding with hard_decode (the default) is the paper's algorithm 1: from the index
+// The closed form is evaluated in log space (cumsum of log(1 - p), logcumsumexp), which is exact
+// where the paper's clamp of the cumulative product to [1e-10, 1] loses the alignment (see the
+// .cpp). Decoding with hard_decode (the default) is the paper's algorithm 1: from the index
 // attended at the previous step, move right to the first real position with p_{t,i} >= 0.5 and
 // attend only to it (one-hot weights); if there is none, c_t = 0 and every later step attends
 // nowhere, so the attention never moves left. The state is the previous alignment [B, S]

@@ -1,9 +1,11 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
 //                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--attention-out FILE] [--stats FILE]
+//                  [--hard-decode true|false]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -21,6 +23,7 @@ namespace attnmt::cli {
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string model, checkpoint, input, output, attention_out, device, stats, precision;
+    std::optional<bool> hard_decode;
     int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1;
     double length_penalty = -1, max_length_ratio = -1;
   };
@@ -45,9 +48,13 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--stats", o->stats,
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
+  cmd->add_option("--hard-decode", o->hard_decode,
+                  "true | false: monotonic attention decodes hard or with the expected alignment (default: as trained)");
   cmd->callback([o, &global] {
     setup_logging(global.debug);
-    auto loaded = load_model(o->model, o->checkpoint, o->device);
+    DecodeOverrides overrides;
+    overrides.hard_decode = o->hard_decode;
+    auto loaded = load_model(o->model, o->checkpoint, o->device, overrides);
     const auto& dc = loaded.config.decode;
     const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
     torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));

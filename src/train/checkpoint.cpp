@@ -184,7 +184,8 @@ std::vector<std::string> list_step_checkpoints(const std::string& save_dir) {
   return out;
 }
 
-LoadedModel load_model(const std::string& save_dir, const std::string& checkpoint, const std::string& device) {
+LoadedModel load_model(const std::string& save_dir, const std::string& checkpoint, const std::string& device,
+                       const DecodeOverrides& overrides) {
   if (!fs::is_directory(save_dir)) throw InputError("model directory '" + save_dir + "' does not exist");
   LoadedModel m;
   m.checkpoint = checkpoint;
@@ -201,6 +202,7 @@ LoadedModel load_model(const std::string& save_dir, const std::string& checkpoin
   CheckpointFile file(m.checkpoint);
   const auto& header = file.header();
   m.config = header.config;
+  if (overrides.hard_decode) m.config.model.attention.hard_decode = *overrides.hard_decode;
   m.tokenizers = load_or_train_tokenizers(m.config.tokenizer, save_dir, nullptr, m.config.train.seed);
   if (m.tokenizers.src->vocab_size() != header.vocab.src || m.tokenizers.tgt->vocab_size() != header.vocab.tgt) {
     throw InputError("tokenizer model in '" + save_dir + "' has " + std::to_string(m.tokenizers.src->vocab_size()) +

@@ -78,9 +78,15 @@ struct LoadedModel {
   std::string checkpoint;
 };
 
+// Decode-time choices that may differ from the stored config (unset: as trained).
+struct DecodeOverrides {
+  std::optional<bool> hard_decode;  // model.attention.hard_decode (monotonic, hard)
+};
+
 // Loads `checkpoint` if given, else SAVE_DIR/best.pt, else the newest step checkpoint. Checks that
 // the tokenizer models in the save dir match the checkpoint's vocabulary sizes.
-LoadedModel load_model(const std::string& save_dir, const std::string& checkpoint, const std::string& device);
+LoadedModel load_model(const std::string& save_dir, const std::string& checkpoint, const std::string& device,
+                       const DecodeOverrides& overrides = {});
 
 // Parses "cpu", "cuda", "cuda:N"; InputError if CUDA is asked for but not available.
 torch::Device parse_device(const std::string& device);

@@ -179,6 +179,19 @@ TEST_CASE("monotonic: the closed form equals the recursive definition", "[attent
   }
 }
 
+TEST_CASE("monotonic: the expected alignment keeps its mass when positions left of the focus have p near 1",
+          "[attention][monotonic]") {
+  // prod_{l<2} (1 - p_l) = 1e-14 is under the paper's 1e-10 clamp, but the recursion never uses it:
+  // the mass sits at position 2, so alpha_2 = p_2 = 0.3 and alpha_3 = p_3 (1 - p_2) = 0.35 (by hand).
+  auto p = torch::tensor({{1 - 1e-7, 1 - 1e-7, 0.3, 0.5}}, kDouble);
+  auto previous = torch::tensor({{0.0, 0.0, 1.0, 0.0}}, kDouble);
+  auto alpha = monotonic_expected_alignment(p, previous);
+  CHECK(alpha[0][0].item<double>() == Approx(0.0).margin(1e-20));
+  CHECK(alpha[0][1].item<double>() == Approx(0.0).margin(1e-20));
+  CHECK(alpha[0][2].item<double>() == Approx(0.3).epsilon(1e-9));
+  CHECK(alpha[0][3].item<double>() == Approx(0.35).epsilon(1e-9));
+}
+
 TEST_CASE("monotonic: hard decoding picks the first p >= 0.5 and never moves left", "[attention][monotonic]") {
   torch::manual_seed(7);
   auto config = config_of("monotonic");
