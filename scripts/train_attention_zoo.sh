@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Trains every attention variant's config in configs/multi30k_de_en/ (each with the default
-# config's budget: train.max_minutes) and writes the comparison table to docs/attention_results.md:
+# config's budget: train.max_steps) and writes the comparison table to docs/attention_results.md
+# and into README.md (between its "zoo-table" markers):
 # variant, BLEU and chrF on test_2016_flickr (beam 5, computed by `attnmt train` at the end of
 # training from data.test), best valid perplexity, parameters, training target tokens/s (median of
 # the run's report lines), steps and wall time. A config whose save dir already holds a finished
@@ -73,10 +74,19 @@ for r in sorted(rows, key=lambda r: -(r["bleu"] or -1)):
                  f"{fmt(r['tok_s'], '.0f')} | {r['steps']} | {fmt(r['minutes'], '.1f')} |")
 table = "\n".join(lines)
 print(table)
+summary = (f"{sum(r['bleu'] is not None for r in rows)} of {len(sys.argv) - 1} configs trained to the end "
+           "(a row without BLEU is still training). Budget: 3,000 updates each; tokens/s is the median "
+           "of the run's report lines on a shared 2-core machine.")
 with open("docs/attention_results.md", "w") as f:
     f.write("# Attention variants on Multi30k de→en (test_2016_flickr, beam 5)\n\n"
-            "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`: "
-            f"{sum(r['bleu'] is not None for r in rows)} of {len(sys.argv) - 1} configs trained to the end "
-            "(a row without BLEU is still training). Budget: 3,000 updates each; tokens/s is the median "
-            "of the run's report lines on a shared 2-core machine.\n\n" + table + "\n")
+            "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`: " + summary +
+            "\n\n" + table + "\n")
+begin, end = "<!-- zoo-table:begin (scripts/train_attention_zoo.sh) -->", "<!-- zoo-table:end -->"
+readme = open("README.md").read()
+if begin in readme and end in readme:
+    head, rest = readme.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    with open("README.md.tmp", "w") as f:
+        f.write(head + begin + "\n" + summary + "\n\n" + table + "\n" + end + tail)
+    os.replace("README.md.tmp", "README.md")
 PY
