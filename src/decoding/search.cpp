@@ -211,10 +211,15 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
         }
       }
     }
+    const bool same_sentences = static_cast<int64_t>(next_active.size()) == A;
     active = std::move(next_active);
     if (active.empty()) break;
     auto index = index_tensor(next_rows, device);
-    state->index_select(index);
+    if (same_sentences) {
+      state->reorder_beams(index);  // row a*K + k comes from a row of sentence a: memory unchanged
+    } else {
+      state->index_select(index);
+    }
     if (coverage.defined()) coverage = coverage.index_select(0, torch::tensor(next_rows, torch::kLong));
     scores = std::move(next_scores);
     tokens = std::move(next_hist);

@@ -13,6 +13,10 @@ class SearchState {
   virtual ~SearchState() = default;
   // Keeps rows `index` [N'] (int64) of every batch-first tensor, in that order.
   virtual void index_select(const torch::Tensor& index) = 0;
+  // The same, when every row moves only among the rows of its own source sentence (beams
+  // reordered, no sentence dropped): what depends on the source alone (the encoder's memory) is
+  // then already in place and may be left as it is.
+  virtual void reorder_beams(const torch::Tensor& index) { index_select(index); }
 };
 
 struct StepResult {

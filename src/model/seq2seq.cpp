@@ -106,6 +106,8 @@ struct Seq2SeqSearchState : SearchState {
     memory = memory.index_select(index);
     state = state.index_select(index);
   }
+  // The memory is per source sentence (attention.h): rows a*K..a*K+K-1 stay sentence a's.
+  void reorder_beams(const torch::Tensor& index) override { state = state.index_select(index); }
 };
 }  // namespace
 
