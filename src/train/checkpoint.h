@@ -80,7 +80,7 @@ struct LoadedModel {
 
 // Decode-time choices that may differ from the stored config (unset: as trained).
 struct DecodeOverrides {
-  std::optional<bool> hard_decode;  // model.attention.hard_decode (monotonic, hard)
+  std::optional<bool> hard_decode;  // model.attention.hard_decode (monotonic)
 };
 
 // Loads `checkpoint` if given, else SAVE_DIR/best.pt, else the newest step checkpoint. Checks that

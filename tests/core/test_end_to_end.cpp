@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -68,6 +69,34 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
   INFO(resumed.output);
   REQUIRE(resumed.status == 0);
   REQUIRE(resumed.output.find("resumed from") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("translate --hard-decode switches monotonic attention between hard and expected alignment", "[e2e]") {
+  auto dir = temp_dir("hard_decode");
+  auto config = tiny_config(dir / "model", 20);
+  config.replace(config.find("type: luong_general"), 19, "type: monotonic");
+  write(dir / "config.yaml", config);
+  auto train = run("train " + (dir / "config.yaml").string());
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
+  // Hard: every attention entry is 0 or 1. Expected alignment: some entry lies strictly between.
+  for (const bool hard : {true, false}) {
+    const auto att = dir / (hard ? "hard.jsonl" : "soft.jsonl");
+    auto tr = run("translate --model " + (dir / "model").string() + " --input " + src + " --output " +
+                  (dir / "hyp.en").string() + " --attention-out " + att.string() +
+                  " --hard-decode " + (hard ? "true" : "false"));
+    INFO(tr.output);
+    REQUIRE(tr.status == 0);
+    bool fractional = false;
+    for (const auto& line : attnmt::read_lines(att.string())) {
+      for (const auto& row : nlohmann::json::parse(line).at("attention")) {
+        for (const auto& w : row) fractional = fractional || (w.get<double>() > 1e-6 && w.get<double>() < 1 - 1e-6);
+      }
+    }
+    CHECK(fractional == !hard);
+  }
   fs::remove_all(dir);
 }
 
