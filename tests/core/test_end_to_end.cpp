@@ -91,7 +91,8 @@ TEST_CASE("translate --hard-decode switches monotonic attention between hard and
     REQUIRE(tr.status == 0);
     bool fractional = false;
     for (const auto& line : attnmt::read_lines(att.string())) {
-      for (const auto& row : nlohmann::json::parse(line).at("attention")) {
+      const auto record = nlohmann::json::parse(line);  // kept alive: the loop below reads into it
+      for (const auto& row : record.at("attention")) {
         for (const auto& w : row) fractional = fractional || (w.get<double>() > 1e-6 && w.get<double>() < 1 - 1e-6);
       }
     }
