@@ -13,9 +13,11 @@
 
 #include "cli/commands.h"
 #include "decoding/translator.h"
+#include "runtime/huge_pages.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/logging.h"
+#include "util/runtime.h"
 #include "util/text_io.h"
 
 namespace attnmt::cli {
@@ -52,6 +54,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                   "true | false: monotonic attention decodes hard or with the expected alignment (default: as trained)");
   cmd->callback([o, &global] {
     setup_logging(global.debug);
+    share_one_malloc_arena();  // both before the model is loaded and the workers start
+    install_huge_page_advice();
     DecodeOverrides overrides;
     overrides.hard_decode = o->hard_decode;
     auto loaded = load_model(o->model, o->checkpoint, o->device, overrides);

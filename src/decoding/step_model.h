@@ -20,7 +20,7 @@ class SearchState {
 };
 
 struct StepResult {
-  torch::Tensor log_probs;  // [N, V]
+  torch::Tensor log_probs;  // [N, V]; search may overwrite it in place
   torch::Tensor attention;  // [N, S] weights of this step (undefined if not requested)
 };
 

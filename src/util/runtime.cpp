@@ -45,9 +45,13 @@ void choose_openblas_kernels() {
   init();
 }
 
-void keep_freed_memory() {
+bool malloc_left_alone() {
   const char* mode = std::getenv("ATTNMT_MALLOC");
-  if ((mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr) return;
+  return (mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr;
+}
+
+void keep_freed_memory() {
+  if (malloc_left_alone()) return;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
@@ -57,6 +61,10 @@ void keep_freed_memory() {
 void tune_process() {
   choose_openblas_kernels();
   keep_freed_memory();
+}
+
+void share_one_malloc_arena() {
+  if (!malloc_left_alone()) mallopt(M_ARENA_MAX, 1);
 }
 
 std::string blas_description() {
