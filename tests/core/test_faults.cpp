@@ -111,14 +111,14 @@ TEST_CASE("a second training on the same save dir is refused, naming the first's
   fs::remove_all(dir);
 }
 
-TEST_CASE("diverging training: non-finite updates are skipped, counted, then stop; no NaN checkpoint",
+TEST_CASE("diverging training: non-finite updates are skipped, counted, then stop, no NaN checkpoint",
           "[reliability][e2e]") {
   auto dir = temp_dir("diverge");
   write(dir / "c.yaml", tiny_config(dir / "m", 1000));
-  // SGD at 1e30 without clipping: the parameters explode after the first update and every loss
+  // SGD at 1e38 without clipping: the parameters overflow after the first update and every loss
   // after is Inf/NaN. Validation (and a checkpoint) every update.
   auto r = run("train " + (dir / "c.yaml").string() +
-               " --set train.optimizer=sgd --set train.learning_rate=1e30 --set train.clip_norm=0"
+               " --set train.optimizer=sgd --set train.learning_rate=1e38 --set train.clip_norm=0"
                " --set train.valid_every=1 --set train.valid_metric=ppl");
   INFO(r.output);
   CHECK(r.status == 1);
