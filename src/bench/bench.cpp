@@ -286,6 +286,7 @@ json run_bench(const BenchOptions& o) {
         for (const auto& mode : modes) {
           std::vector<double> whole, inner, whole_tok, inner_tok, rss;
           double bleu = -1;
+          std::string allocator;  // as translate reports it
           for (int r = 0; r < o.repeats; ++r) {
             spdlog::info("[bench] {}: decoding ({}, beam {}, batch {}) at {} thread(s), run {}/{}", name, mode.name,
                          mode.beam, mode.batch, threads, r + 1, o.repeats);
@@ -303,6 +304,7 @@ json run_bench(const BenchOptions& o) {
             inner.push_back(sentences / seconds);
             inner_tok.push_back(tokens / seconds);
             rss.push_back(child.peak_rss_mib);
+            allocator = stats.value("cpu_allocator", "");
             if (r == 0 && !refs.empty()) bleu = corpus_bleu(read_lines(hyp), refs).score;
           }
           run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch},
@@ -310,7 +312,8 @@ json run_bench(const BenchOptions& o) {
                                       {"tokens_per_sec_process", to_json(stats_of(whole_tok))},
                                       {"sentences_per_sec_translate", to_json(stats_of(inner))},
                                       {"tokens_per_sec_translate", to_json(stats_of(inner_tok))},
-                                      {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu}};
+                                      {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu},
+                                      {"cpu_allocator", allocator}};
         }
         run["decode_model"] = model_dir;
       } else if (o.decode) {

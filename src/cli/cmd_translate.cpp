@@ -106,7 +106,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       for (const auto& r : results) tokens += static_cast<int64_t>(r.front().target_tokens);
       nlohmann::json j = {{"sentences", results.size()}, {"target_tokens", tokens}, {"translate_seconds", seconds},
                           {"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
-                          {"threads", torch::get_num_threads()}};
+                          {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()}};
       write_file_atomic(o->stats, j.dump() + "\n");
     }
   });

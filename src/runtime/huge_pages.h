@@ -4,8 +4,8 @@
 //
 // Why: on the virtual machines we measured, a 4 KiB page fault costs 12-17 us: the first touch of
 // a fresh 8 MiB block took 24-34 ms, against 0.65 ms in huge pages (README "Speed"). Beam search
-// allocates [beams x vocabulary] scores every step, and glibc hands back memory it has returned to
-// the kernel, so decoding kept paying for faults. glibc's own switch for this
+// allocates [beams x vocabulary] scores every step, and memory glibc has given back to the kernel
+// is faulted in again when it is reused, so decoding kept paying for faults. glibc's own switch for this
 // (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) must be set before the process starts; this does the
 // same from inside, for LibTorch's blocks only.
 //
@@ -25,7 +25,7 @@ namespace attnmt {
 // mixing is safe, merely not advised).
 void install_huge_page_advice();
 
-// What install_huge_page_advice() did, for logs and bench.json.
+// What install_huge_page_advice() did (translate --stats writes it).
 std::string cpu_allocator_description();
 
 }  // namespace attnmt

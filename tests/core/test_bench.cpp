@@ -58,6 +58,7 @@ TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
   CHECK(run["decode"]["greedy"]["sentences_per_sec_process"]["median"].get<double>() > 0);
   CHECK(run["decode"]["beam"]["beam_size"] == 3);
   CHECK(run["decode"]["beam"]["bleu"].get<double>() >= 0);
+  CHECK(run["decode"]["beam"]["cpu_allocator"].get<std::string>().rfind("LibTorch's", 0) == 0);
   CHECK(r.output.find("| config | threads |") != std::string::npos);
   fs::remove_all(dir);
 }
