@@ -97,4 +97,16 @@ TEST_CASE("random streams: the same seed gives the same dropout mask on any thre
   REQUIRE(kept.to(torch::kFloat).mean().item<double>() == Approx(0.7).margin(0.03));
   REQUIRE(torch::equal(stream_dropout(x, 0.3, false), x));
   REQUIRE(replica_stream_seed(1234, 0, 0, 7) != replica_stream_seed(1234, 0, 1, 7));
+  // The gradient is the mask; the dtype is kept (bf16 under autocast); p = 0.9 drops ~90%.
+  auto leaf = torch::ones({64, 32}, torch::requires_grad());
+  torch::Tensor d;
+  {
+    RandomStreamScope stream(replica_stream_seed(1234, 0, 1, 7));
+    d = stream_dropout(leaf, 0.3, true);
+  }
+  d.sum().backward();
+  REQUIRE(torch::equal(leaf.grad(), a));
+  REQUIRE(stream_dropout(x.to(torch::kBFloat16), 0.3, true).scalar_type() == torch::kBFloat16);
+  REQUIRE(stream_dropout(torch::ones({100000}), 0.9, true).ne(0).to(torch::kFloat).mean().item<double>() ==
+          Approx(0.1).margin(0.005));
 }
