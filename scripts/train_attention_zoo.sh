@@ -44,6 +44,12 @@ done
 
 python3 - "${names[@]}" <<'PY'
 import json, os, statistics, sys
+notes = {}  # variant -> why its number is what it is
+if os.path.exists("configs/multi30k_de_en/zoo_notes.tsv"):
+    for line in open("configs/multi30k_de_en/zoo_notes.tsv"):
+        if line.strip() and not line.startswith("#"):
+            name, _, text = line.rstrip("\n").partition("\t")
+            notes[name] = text
 rows = []
 for name in sys.argv[1:]:
     path = f"runs/multi30k_de_en/{name}/log.jsonl"
@@ -66,12 +72,12 @@ for name in sys.argv[1:]:
         "minutes": (valid[-1]["elapsed"] / 60) if valid else None,
     })
 fmt = lambda v, f: "–" if v is None else format(v, f)
-lines = ["| variant | attention | decoder | BLEU | chrF | valid ppl | parameters | train tgt tok/s | steps | minutes |",
-         "|---|---|---|---|---|---|---|---|---|---|"]
+lines = ["| variant | attention | decoder | BLEU | chrF | valid ppl | parameters | train tgt tok/s | steps | minutes | note |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
 for r in sorted(rows, key=lambda r: -(r["bleu"] or -1)):
     lines.append(f"| {r['variant']} | `{r['attention']}` | {r['decoder']} | {fmt(r['bleu'], '.2f')} | "
                  f"{fmt(r['chrf'], '.2f')} | {fmt(r['valid_ppl'], '.2f')} | {fmt(r['params'], ',')} | "
-                 f"{fmt(r['tok_s'], '.0f')} | {r['steps']} | {fmt(r['minutes'], '.1f')} |")
+                 f"{fmt(r['tok_s'], '.0f')} | {r['steps']} | {fmt(r['minutes'], '.1f')} | {notes.get(r['variant'], '')} |")
 table = "\n".join(lines)
 print(table)
 summary = (f"{sum(r['bleu'] is not None for r in rows)} of {len(sys.argv) - 1} configs trained to the end "
