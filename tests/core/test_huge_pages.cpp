@@ -13,12 +13,6 @@
 
 namespace {
 
-bool thp_available() {
-  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  return std::getline(f, line) && line.find("[never]") == std::string::npos;
-}
-
 // The VmFlags of the mapping that holds `address`, from /proc/self/smaps ("" if none).
 std::string vm_flags_at(uintptr_t address) {
   std::ifstream smaps("/proc/self/smaps");
@@ -28,7 +22,7 @@ std::string vm_flags_at(uintptr_t address) {
     uintptr_t begin = 0, end = 0;
     char dash = 0;
     std::istringstream head(line);
-    if (head >> std::hex >> begin >> dash >> end && dash == '-' && line.find(':') != 6) {
+    if (head >> std::hex >> begin >> dash >> end && dash == '-') {  // a mapping's header line
       inside = begin <= address && address < end;
       continue;
     }
@@ -42,11 +36,11 @@ bool advised(uintptr_t address) { return vm_flags_at(address).find(" hg") != std
 }  // namespace
 
 TEST_CASE("huge-page advice marks the 2 MiB extents of large blocks, tensors work as before", "[huge_pages]") {
-  if (!thp_available()) {
+  attnmt::install_huge_page_advice();  // checks /sys/kernel/mm/transparent_hugepage/enabled itself
+  if (attnmt::cpu_allocator_description().find("unavailable") != std::string::npos) {
     WARN("skipped: transparent huge pages are unavailable (/sys/kernel/mm/transparent_hugepage/enabled)");
     return;
   }
-  attnmt::install_huge_page_advice();
   REQUIRE(attnmt::cpu_allocator_description().find("huge-page advice") != std::string::npos);
 
   auto large = torch::ones({6 << 20}, torch::kFloat);  // 24 MiB: whole 2 MiB extents inside
