@@ -6,6 +6,9 @@
 # training from data.test), best valid perplexity, parameters, training target tokens/s (median of
 # the run's report lines), steps and wall time. A config whose save dir already holds a finished
 # run (a "test" line in log.jsonl) is not trained again, so the script can be stopped and re-run.
+# A finished run's log.jsonl is copied to docs/zoo_logs/NAME.jsonl (committed), so the table
+# outlives runs/: a row comes from runs/ while it trains, else from docs/zoo_logs/, else (no log
+# at all) it is carried over from the previous docs/attention_results.md with a mark in its note.
 #   scripts/train_attention_zoo.sh [NAME ...]     (default: every config but default/quickstart)
 #   scripts/train_attention_zoo.sh --table [NAME ...]   (no training: the table of what is trained)
 # ATTNMT=path/to/attnmt trains with that binary instead of building build/attnmt (e.g. a copy, so
@@ -29,10 +32,16 @@ if (($#)); then names=("$@"); else
     [[ $n == default || $n == quickstart ]] || names+=("$n")
   done
 fi
+finished() { [ -f "$1" ] && grep -q '"type":"test"' "$1"; }
+keep_log() {  # a finished run's log goes to docs/zoo_logs/, where git keeps it
+  local log=runs/multi30k_de_en/$1/log.jsonl
+  if finished "$log"; then mkdir -p docs/zoo_logs && cp "$log" "docs/zoo_logs/$1.jsonl"; fi
+}
 for n in "${names[@]}"; do
-  ((table_only)) && break
+  keep_log "$n"
+  ((table_only)) && continue
   dir=runs/multi30k_de_en/$n
-  if [ -f "$dir/log.jsonl" ] && grep -q '"type":"test"' "$dir/log.jsonl"; then
+  if finished "$dir/log.jsonl"; then
     echo "[zoo] $n: already trained"
     continue
   fi
@@ -40,6 +49,7 @@ for n in "${names[@]}"; do
   resume=(); ls "$dir"/ckpt.*.pt >/dev/null 2>&1 && resume=(--resume)
   "$ATTNMT" train "configs/multi30k_de_en/$n.yaml" "${resume[@]}" > "runs/zoo_$n.log" 2>&1 ||
     echo "[zoo] $n: training failed, see runs/zoo_$n.log"
+  keep_log "$n"
 done
 
 python3 - "${names[@]}" <<'PY'
@@ -50,10 +60,28 @@ if os.path.exists("configs/multi30k_de_en/zoo_notes.tsv"):
         if line.strip() and not line.startswith("#"):
             name, _, text = line.rstrip("\n").partition("\t")
             notes[name] = text
+def has_test(path):
+    return os.path.exists(path) and '"type":"test"' in open(path).read()
+previous = {}  # variant -> its row in the table this script wrote last time
+if os.path.exists("docs/attention_results.md"):
+    for line in open("docs/attention_results.md"):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 11 and cells[0] not in ("variant", "---"):
+            previous[cells[0]] = cells
 rows = []
 for name in sys.argv[1:]:
     path = f"runs/multi30k_de_en/{name}/log.jsonl"
+    if not has_test(path) and os.path.exists(f"docs/zoo_logs/{name}.jsonl"):
+        path = f"docs/zoo_logs/{name}.jsonl"  # a finished run beats one in progress
     if not os.path.exists(path):
+        if name in previous and previous[name][3] != "–":
+            c = previous[name]
+            mark = "Carried over from an earlier table: this run's log.jsonl was lost with its machine."
+            c[10] = (c[10].replace(mark, "").strip() + " " + mark).strip()
+            num = lambda v: None if v == "–" else float(v.replace(",", ""))
+            rows.append({"variant": name, "attention": c[1].strip("`"), "decoder": c[2], "bleu": num(c[3]),
+                         "chrf": num(c[4]), "valid_ppl": num(c[5]), "params": int(num(c[6])),
+                         "tok_s": num(c[7]), "steps": int(c[8]), "minutes": num(c[9]), "note": c[10]})
         continue
     recs = [json.loads(l) for l in open(path) if l.strip()]
     start = next((r for r in recs if r["type"] == "start"), {})
@@ -70,6 +98,7 @@ for name in sys.argv[1:]:
         "tok_s": statistics.median(r["tgt_tokens_per_sec"] for r in train) if train else None,
         "steps": train[-1]["step"] if train else 0,
         "minutes": (valid[-1]["elapsed"] / 60) if valid else None,
+        "note": notes.get(name, ""),
     })
 fmt = lambda v, f: "–" if v is None else format(v, f)
 lines = ["| variant | attention | decoder | BLEU | chrF | valid ppl | parameters | train tgt tok/s | steps | minutes | note |",
@@ -77,7 +106,7 @@ lines = ["| variant | attention | decoder | BLEU | chrF | valid ppl | parameters
 for r in sorted(rows, key=lambda r: -(r["bleu"] or -1)):
     lines.append(f"| {r['variant']} | `{r['attention']}` | {r['decoder']} | {fmt(r['bleu'], '.2f')} | "
                  f"{fmt(r['chrf'], '.2f')} | {fmt(r['valid_ppl'], '.2f')} | {fmt(r['params'], ',')} | "
-                 f"{fmt(r['tok_s'], '.0f')} | {r['steps']} | {fmt(r['minutes'], '.1f')} | {notes.get(r['variant'], '')} |")
+                 f"{fmt(r['tok_s'], '.0f')} | {r['steps']} | {fmt(r['minutes'], '.1f')} | {r['note']} |")
 table = "\n".join(lines)
 print(table)
 summary = (f"{sum(r['bleu'] is not None for r in rows)} of {len(sys.argv) - 1} configs trained to the end "

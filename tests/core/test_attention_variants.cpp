@@ -362,20 +362,29 @@ TEST_CASE("multi_head reports the mean of its heads' weights", "[attention][mult
   REQUIRE(torch::allclose(out.context[0], torch::matmul(wo, torch::cat(heads)), 1e-12, 1e-14));
 }
 
-TEST_CASE("key_value scores the first half and reads the second", "[attention][key_value]") {
+TEST_CASE("key_value scores the first half of each direction and reads the second", "[attention][key_value]") {
   torch::manual_seed(13);
   auto config = config_of("key_value");
   config.score = "dot";
-  auto attention = make(config, 3, 6);
-  REQUIRE(attention->context_size() == 3);
-  auto memory = torch::randn({2, 4, 6}, kDouble);
+  auto attention = make(config, 4, 8);  // memory [forward 4; backward 4]
+  REQUIRE(attention->context_size() == 4);
+  auto memory = torch::randn({2, 4, 8}, kDouble);
   auto mask = mask_of({4, 3}, 4);
-  auto query = torch::randn({2, 3}, kDouble);
+  auto query = torch::randn({2, 4}, kDouble);
   auto out = attention->forward(query, attention->prepare(memory, mask), {}, 0);
-  auto keys = memory.narrow(2, 0, 3), values = memory.narrow(2, 3, 3);
+  // keys: forward[0:2] and backward[0:2]; values: forward[2:4] and backward[2:4].
+  auto keys = torch::cat({memory.narrow(2, 0, 2), memory.narrow(2, 4, 2)}, 2);
+  auto values = torch::cat({memory.narrow(2, 2, 2), memory.narrow(2, 6, 2)}, 2);
   auto expected = masked_softmax((keys * query.unsqueeze(1)).sum(2), mask);
   REQUIRE(torch::allclose(out.weights, expected, 1e-12, 1e-14));
   REQUIRE(torch::allclose(out.context, (expected.unsqueeze(2) * values).sum(1), 1e-12, 1e-14));
+  // A value unit never changes the weights; a key unit never enters the context directly.
+  auto moved = memory.clone();
+  moved.narrow(2, 6, 2).add_(3.0);  // backward value units
+  auto again = attention->forward(query, attention->prepare(moved, mask), {}, 0);
+  REQUIRE(torch::allclose(again.weights, out.weights, 0, 0));
+  config.score = "general";
+  REQUIRE_THROWS_WITH(make(config, 4, 6), Catch::Contains("multiple of 4"));
 }
 
 TEST_CASE("static attention: one alpha per sentence from its first and last states", "[attention][static]") {
