@@ -62,6 +62,7 @@ if os.path.exists("configs/multi30k_de_en/zoo_notes.tsv"):
             notes[name] = text
 def has_test(path):
     return os.path.exists(path) and '"type":"test"' in open(path).read()
+mark = "(carried over†)"
 previous = {}  # variant -> its row in the table this script wrote last time
 if os.path.exists("docs/attention_results.md"):
     for line in open("docs/attention_results.md"):
@@ -76,7 +77,6 @@ for name in sys.argv[1:]:
     if not os.path.exists(path):
         if name in previous and previous[name][3] != "–":
             c = previous[name]
-            mark = "Carried over from an earlier table: this run's log.jsonl was lost with its machine."
             c[10] = (c[10].replace(mark, "").strip() + " " + mark).strip()
             num = lambda v: None if v == "–" else float(v.replace(",", ""))
             rows.append({"variant": name, "attention": c[1].strip("`"), "decoder": c[2], "bleu": num(c[3]),
@@ -112,6 +112,9 @@ print(table)
 summary = (f"{sum(r['bleu'] is not None for r in rows)} of {len(sys.argv) - 1} configs trained to the end "
            "(a row without BLEU is still training). Budget: 3,000 updates each; tokens/s is the median "
            "of the run's report lines on a shared 2-core machine.")
+if any(mark in r["note"] for r in rows):
+    summary += (" † A row carried over from the previous table: its run's log.jsonl was lost with the "
+                "machine that trained it (finished logs are kept in docs/zoo_logs/ now).")
 with open("docs/attention_results.md", "w") as f:
     f.write("# Attention variants on Multi30k de→en (test_2016_flickr, beam 5)\n\n"
             "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`: " + summary +
