@@ -10,7 +10,8 @@
 # outlives runs/: a row comes from runs/ while it trains, else from docs/zoo_logs/, else (no log
 # at all) it is carried over from the previous docs/attention_results.md with a mark in its note.
 #   scripts/train_attention_zoo.sh [NAME ...]     (default: every config but default/quickstart)
-#   scripts/train_attention_zoo.sh --table [NAME ...]   (no training: the table of what is trained)
+#   scripts/train_attention_zoo.sh --table     (no training: the table of what is trained)
+# The table always has a row for every config, whichever NAMEs a run trains.
 # ATTNMT=path/to/attnmt trains with that binary instead of building build/attnmt (e.g. a copy, so
 # that rebuilding the tree during the hours the zoo takes does not change the binary under it).
 set -euo pipefail
@@ -25,13 +26,12 @@ fi
 export OMP_WAIT_POLICY=PASSIVE
 command -v python3 >/dev/null || { echo "train_attention_zoo.sh: python3 is needed for the table" >&2; exit 2; }
 
-if (($#)); then names=("$@"); else
-  names=()
-  for f in configs/multi30k_de_en/*.yaml; do
-    n=$(basename "$f" .yaml)
-    [[ $n == default || $n == quickstart ]] || names+=("$n")
-  done
-fi
+all=()  # the table always lists every config, whichever ones this run trains
+for f in configs/multi30k_de_en/*.yaml; do
+  n=$(basename "$f" .yaml)
+  [[ $n == default || $n == quickstart ]] || all+=("$n")
+done
+if (($#)); then names=("$@"); else names=("${all[@]}"); fi
 finished() { [ -f "$1" ] && grep -q '"type":"test"' "$1"; }
 keep_log() {  # a finished run's log goes to docs/zoo_logs/, where git keeps it
   local log=runs/multi30k_de_en/$1/log.jsonl
@@ -52,7 +52,7 @@ for n in "${names[@]}"; do
   keep_log "$n"
 done
 
-python3 - "${names[@]}" <<'PY'
+python3 - "${all[@]}" <<'PY'
 import json, os, statistics, sys
 notes = {}  # variant -> why its number is what it is
 if os.path.exists("configs/multi30k_de_en/zoo_notes.tsv"):
