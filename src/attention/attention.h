@@ -54,8 +54,12 @@ class Attention : public torch::nn::Module {
   virtual int64_t context_size() const { return memory_size_; }
   // An extra training loss term accumulated since the last call (coverage loss, REINFORCE...);
   // undefined when the variant has none. Called once per batch by the trainer, after the forward
-  // pass, with the log-likelihood of each sentence's target [B] (detached; REINFORCE's reward).
-  virtual torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) { return {}; }
+  // pass, with the log-likelihood of each sentence's target [B] (detached; REINFORCE's reward) and
+  // the number of real target steps of each sentence [B] int64 (steps t >= length are padding).
+  virtual torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood,
+                                            const torch::Tensor& target_lengths) {
+    return {};
+  }
 
  protected:
   Attention(int64_t query_size, int64_t memory_size)

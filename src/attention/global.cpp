@@ -22,17 +22,20 @@ AttentionOutput GlobalAttention::forward(const torch::Tensor& query, const Atten
   const auto& coverage = state.tensors.at(0);  // [B, S]
   auto weights = masked_softmax(score_(query, memory.keys, coverage), memory.mask);
   if (is_training() && coverage_loss_weight_ > 0) {
-    auto term = torch::minimum(weights, coverage).sum();
-    coverage_loss_ = coverage_loss_.defined() ? coverage_loss_ + term : term;
+    coverage_terms_.push_back(torch::minimum(weights, coverage).sum(1));  // [B]
   }
   return {weighted_sum(weights, memory.values), weights, AttentionState{{coverage + weights}}};
 }
 
-torch::Tensor GlobalAttention::take_auxiliary_loss(const torch::Tensor& /*sentence_log_likelihood*/) {
-  if (!coverage_loss_.defined()) return {};
-  auto loss = coverage_loss_ * coverage_loss_weight_;
-  coverage_loss_ = torch::Tensor();
-  return loss;
+torch::Tensor GlobalAttention::take_auxiliary_loss(const torch::Tensor& /*sentence_log_likelihood*/,
+                                                  const torch::Tensor& target_lengths) {
+  if (coverage_terms_.empty()) return {};
+  auto terms = torch::stack(coverage_terms_, 1);  // [B, T]
+  coverage_terms_.clear();
+  // Only the real target steps count: a padded step's attention is never used.
+  auto steps = torch::arange(terms.size(1), target_lengths.options()).unsqueeze(0);
+  auto real = steps.lt(target_lengths.to(terms.device()).unsqueeze(1)).to(terms.scalar_type());
+  return (terms * real).sum() * coverage_loss_weight_;
 }
 
 }  // namespace attnmt

@@ -9,9 +9,9 @@
 // Coverage (model.attention.coverage, concat scores only; See et al., 2017, section 2.2):
 //   cov_t = sum_{t'<t} alpha_{t'} is the per-step state (reordered with the beams), the score gets
 //   the term w_c cov_{t,i}, and with model.attention.coverage_loss = lambda > 0 training adds
-//   lambda * sum_t sum_i min(alpha_{t,i}, cov_{t,i}). Choice: the loss is summed over every decoder
-//   step of the batch, padded target steps included (the attention module does not see the
-//   target mask); the trainer divides it by the batch's target tokens like the cross-entropy.
+//   lambda * sum_t sum_i min(alpha_{t,i}, cov_{t,i}), summed over the real target steps only
+//   (t < the sentence's target length: a padded step's attention is never used); the trainer
+//   divides it by the batch's target tokens like the cross-entropy.
 #pragma once
 #include "attention/attention.h"
 #include "attention/score.h"
@@ -25,12 +25,14 @@ class GlobalAttention : public ScoredAttention {
   AttentionState initial_state(const AttentionMemory& memory) const override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
-  torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) override;
+  torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood,
+                                    const torch::Tensor& target_lengths) override;
 
  private:
   bool coverage_;
   double coverage_loss_weight_;
-  torch::Tensor coverage_loss_;  // accumulated since the last take_auxiliary_loss() (training)
+  // Per decoder step since the last take_auxiliary_loss() (training): sum_i min(alpha, cov) [B].
+  std::vector<torch::Tensor> coverage_terms_;
 };
 
 }  // namespace attnmt

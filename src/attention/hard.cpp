@@ -29,7 +29,8 @@ AttentionOutput HardAttention::forward(const torch::Tensor& query, const Attenti
   return {context, weights, state};
 }
 
-torch::Tensor HardAttention::take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) {
+torch::Tensor HardAttention::take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood,
+                                                const torch::Tensor& /*target_lengths*/) {
   if (!log_prob_sum_.defined()) return {};
   auto reward = sentence_log_likelihood.detach().to(log_prob_sum_.scalar_type());  // [B]
   {

@@ -20,7 +20,8 @@ class HardAttention : public ScoredAttention {
   HardAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
-  torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood) override;
+  torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood,
+                                    const torch::Tensor& target_lengths) override;
 
   static constexpr double kEntropyBonus = 0.01;
   static constexpr double kBaselineDecay = 0.9;

@@ -374,7 +374,9 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
     auto loss = output_layer_loss(hidden, model->output_weight(), model->output_bias(), batch.tgt_out,
                                   Tokenizer::kPad, cfg_.train.label_smoothing, bf16);
     auto sum = loss.loss;
-    if (auto aux = model->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll); aux.defined()) {
+    const auto target_lengths = batch.tgt_out.ne(Tokenizer::kPad).sum(1);
+    if (auto aux = model->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll, target_lengths);
+        aux.defined()) {
       sum = sum + aux;
     }
     part[static_cast<size_t>(r)] = {sum.item<double>(), loss.nll_sum, static_cast<double>(loss.tokens)};

@@ -287,17 +287,29 @@ TEST_CASE("coverage: the state sums past weights and the loss is sum min(alpha, 
   auto mem = attention->prepare(memory, mask);
   auto state = attention->initial_state(mem);
   auto coverage = torch::zeros({2, 5}, kDouble);
-  double expected_loss = 0;
+  double expected_loss = 0, expected_short = 0;  // all 4 steps of both rows; row 1 cut to 2 steps
+  std::vector<torch::Tensor> queries;
   for (int64_t t = 0; t < 4; ++t) {
-    auto out = attention->forward(torch::randn({2, 4}, kDouble), mem, state, t);
-    expected_loss += torch::minimum(out.weights, coverage).sum().item<double>();
+    queries.push_back(torch::randn({2, 4}, kDouble));
+    auto out = attention->forward(queries.back(), mem, state, t);
+    auto per_row = torch::minimum(out.weights, coverage).sum(1);
+    expected_loss += per_row.sum().item<double>();
+    expected_short += per_row[0].item<double>() + (t < 2 ? per_row[1].item<double>() : 0.0);
     coverage = coverage + out.weights;
     state = out.state;
     REQUIRE(torch::allclose(state.tensors.at(0), coverage, 1e-12, 1e-14));
   }
   REQUIRE(expected_loss > 0);
-  REQUIRE(attention->take_auxiliary_loss(torch::zeros({2}, kDouble)).item<double>() == Approx(0.5 * expected_loss).epsilon(1e-12));
-  REQUIRE_FALSE(attention->take_auxiliary_loss(torch::zeros({2}, kDouble)).defined());  // taken: reset
+  const auto full = torch::full({2}, 4, torch::kLong);
+  REQUIRE(attention->take_auxiliary_loss(torch::zeros({2}, kDouble), full).item<double>() ==
+          Approx(0.5 * expected_loss).epsilon(1e-12));
+  REQUIRE_FALSE(attention->take_auxiliary_loss(torch::zeros({2}, kDouble), full).defined());  // taken: reset
+  // Padded target steps (t >= the sentence's target length) do not count.
+  state = attention->initial_state(mem);
+  for (int64_t t = 0; t < 4; ++t) state = attention->forward(queries[t], mem, state, t).state;
+  REQUIRE(expected_short < expected_loss);
+  REQUIRE(attention->take_auxiliary_loss(torch::zeros({2}, kDouble), torch::tensor({4, 2}, torch::kLong))
+              .item<double>() == Approx(0.5 * expected_short).epsilon(1e-12));
   // The coverage term enters the score: the same query with another coverage scores differently.
   auto q = torch::randn({2, 4}, kDouble);
   auto fresh = attention->forward(q, mem, attention->initial_state(mem), 0);
@@ -474,7 +486,7 @@ TEST_CASE("hard attention: argmax when decoding, samples alpha and learns by REI
   auto entropy = -(alpha * log_alpha).sum(1);
   const double expected = (-((reward - reward.mean()) * log_prob).sum() -
                            HardAttention::kEntropyBonus * entropy.sum()).item<double>();
-  auto loss = attention->take_auxiliary_loss(reward);
+  auto loss = attention->take_auxiliary_loss(reward, torch::ones({N}, torch::kLong));
   REQUIRE(loss.item<double>() == Approx(expected).epsilon(1e-9));
   loss.backward();
   auto grad = attention->named_parameters()["w_a.weight"].grad();
