@@ -294,6 +294,7 @@ json run_bench(const BenchOptions& o) {
             auto child = run_child({"translate", "--model", model_dir, "--input", src, "--output", hyp,
                                     "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
                                     "--threads", std::to_string(threads), "--precision", cfg.decode.precision,
+                                    "--packed-weights", cfg.decode.packed_weights ? "true" : "false",
                                     "--workers", std::to_string(cfg.decode.workers), "--stats", stats_file},
                                    dir + "/" + mode.name + ".out");
             const auto stats = json::parse(read_file(stats_file));
@@ -313,7 +314,7 @@ json run_bench(const BenchOptions& o) {
                                       {"sentences_per_sec_translate", to_json(stats_of(inner))},
                                       {"tokens_per_sec_translate", to_json(stats_of(inner_tok))},
                                       {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu},
-                                      {"cpu_allocator", allocator}};
+                                      {"cpu_allocator", allocator}, {"packed_weights", cfg.decode.packed_weights}};
         }
         run["decode_model"] = model_dir;
       } else if (o.decode) {

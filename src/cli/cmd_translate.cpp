@@ -1,5 +1,5 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
-//                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--attention-out FILE] [--stats FILE]
+//                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--packed-weights B] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false]
 #include <chrono>
 #include <cstdio>
@@ -25,7 +25,7 @@ namespace attnmt::cli {
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string model, checkpoint, input, output, attention_out, device, stats, precision;
-    std::optional<bool> hard_decode;
+    std::optional<bool> hard_decode, packed_weights;
     int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1;
     double length_penalty = -1, max_length_ratio = -1;
   };
@@ -45,8 +45,10 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
   cmd->add_option("--workers", o->workers,
                   "Batches decoded at once, a thread each (default: decode.workers; 0 = one per thread on CPU)");
-  cmd->add_option("--precision", o->precision, "fp32 | bf16: the output layer in bfloat16 (default: decode.precision)")
+  cmd->add_option("--precision", o->precision, "fp32 | bf16: the decoder step's products in bfloat16 (default: decode.precision)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_option("--packed-weights", o->packed_weights,
+                  "true | false: the decoder step's products on weights packed for oneDNN (default: decode.packed_weights)");
   cmd->add_option("--stats", o->stats,
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
@@ -75,7 +77,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                        std::to_string(options.search.beam_size) + ")");
     }
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
-    Seq2SeqStepModel step_model(loaded.model, o->precision.empty() ? dc.precision : o->precision);
+    Seq2SeqStepModel step_model(loaded.model, o->precision.empty() ? dc.precision : o->precision,
+                                o->packed_weights.value_or(dc.packed_weights));
     const auto start = std::chrono::steady_clock::now();
     auto results = translate_lines(step_model, loaded.tokenizers, lines, options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -106,7 +109,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       for (const auto& r : results) tokens += static_cast<int64_t>(r.front().target_tokens);
       nlohmann::json j = {{"sentences", results.size()}, {"target_tokens", tokens}, {"translate_seconds", seconds},
                           {"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
-                          {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()}};
+                          {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
+                          {"packed_weights", step_model.packed()}};
       write_file_atomic(o->stats, j.dump() + "\n");
     }
   });

@@ -114,6 +114,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.batch_size),
     ATTNMT_FIELD(decode.workers),
     ATTNMT_FIELD(decode.precision),
+    ATTNMT_FIELD(decode.packed_weights),
     ATTNMT_FIELD(decode.n_best),
 
     ATTNMT_FIELD(distributed.backend),

@@ -50,22 +50,31 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
   return state;
 }
 
+PackedDecoder DecoderImpl::pack(bool bf16) const {
+  PackedDecoder p;
+  p.rnn = rnn_->pack(bf16);
+  p.combine.emplace(combine_->weight, torch::Tensor(), bf16);
+  return p;
+}
+
 torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
                                 const AttentionMemory& memory, DecoderStepState& state, int64_t t,
-                                torch::Tensor* weights) {
+                                torch::Tensor* weights, const PackedDecoder* packed) {
+  const auto* packed_rnn = packed ? &packed->rnn : nullptr;
+  auto combine = [&](const torch::Tensor& x) { return packed ? (*packed->combine)(x) : combine_(x); };
   torch::Tensor out;
   if (luong_) {
-    auto s = rnn_->step(gates_t, state.feed, state.rnn);                    // [N, H]
+    auto s = rnn_->step(gates_t, state.feed, state.rnn, packed_rnn);  // [N, H]
     auto att = attention_->forward(s, memory, state.attention, t);
     state.attention = std::move(att.state);
-    out = stream_dropout(torch::tanh(combine_(torch::cat({att.context, s}, 1))), config_.decoder.dropout, is_training());  // h~_t
+    out = stream_dropout(torch::tanh(combine(torch::cat({att.context, s}, 1))), config_.decoder.dropout, is_training());  // h~_t
     if (state.feed.defined()) state.feed = out;
     if (weights) *weights = att.weights;
   } else {
     auto att = attention_->forward(state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}
     state.attention = std::move(att.state);
-    auto s = rnn_->step(gates_t, att.context, state.rnn);
-    out = stream_dropout(torch::tanh(combine_(torch::cat({s, att.context, embedded_t}, 1))), config_.decoder.dropout,
+    auto s = rnn_->step(gates_t, att.context, state.rnn, packed_rnn);
+    out = stream_dropout(torch::tanh(combine(torch::cat({s, att.context, embedded_t}, 1))), config_.decoder.dropout,
                   is_training());
     if (weights) *weights = att.weights;
   }

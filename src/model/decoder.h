@@ -25,18 +25,28 @@ struct DecoderStepState {
   DecoderStepState index_select(const torch::Tensor& index) const;
 };
 
+// The decoder step's products on packed weights (decoding; see RnnStack's PackedRnnStack).
+struct PackedDecoder {
+  PackedRnnStack rnn;
+  std::optional<PackedLinear> combine;
+};
+
 class DecoderImpl : public torch::nn::Module {
  public:
   DecoderImpl(const ModelConfig& config, int64_t memory_size);
 
   DecoderStepState initial_state(const EncoderOutput& encoded, const AttentionMemory& memory);
   // [..., E] -> [..., G]: the embedding part of the first RNN layer's gates, for many steps at once.
-  torch::Tensor project_embeddings(const torch::Tensor& embedded) { return rnn_->project_static(embedded); }
+  torch::Tensor project_embeddings(const torch::Tensor& embedded, const PackedDecoder* packed = nullptr) {
+    return rnn_->project_static(embedded, packed ? &packed->rnn : nullptr);
+  }
   // One step t (0-based). gates_t = project_embeddings(E y_{t-1}) [N, G], embedded_t [N, E].
-  // Returns h~_t [N, H]; weights (if not null) receives alpha_t [N, S].
+  // Returns h~_t [N, H]; weights (if not null) receives alpha_t [N, S]. packed: pack()'s weights.
   torch::Tensor step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
                      const AttentionMemory& memory, DecoderStepState& state, int64_t t,
-                     torch::Tensor* weights);
+                     torch::Tensor* weights, const PackedDecoder* packed = nullptr);
+  // The current weights packed for decoding (bf16: products in bfloat16).
+  PackedDecoder pack(bool bf16) const;
 
   Attention& attention() { return *attention_; }
   int64_t output_size() const { return config_.decoder.hidden_size; }

@@ -33,14 +33,29 @@ RnnStackImpl::RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t 
   }
 }
 
-torch::Tensor RnnStackImpl::project_static(const torch::Tensor& x_static) {
+PackedRnnStack RnnStackImpl::pack(bool bf16) const {
+  PackedRnnStack p;
+  p.input.emplace(w_static_, b_, bf16);
+  if (w_dynamic_.defined()) p.dynamic.emplace(w_dynamic_, torch::Tensor(), bf16);
+  for (int64_t l = 0; l < layers_; ++l) {
+    p.ih.emplace_back();
+    if (l > 0) p.ih.back().emplace(w_ih_[l], b_ih_[l], bf16);
+    p.hh.emplace_back(w_hh_[l], b_hh_[l], bf16);
+  }
+  return p;
+}
+
+torch::Tensor RnnStackImpl::project_static(const torch::Tensor& x_static, const PackedRnnStack* packed) {
+  if (packed) return (*packed->input)(x_static);
   return torch::nn::functional::linear(x_static, w_static_, b_);
 }
 
-torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state) {
+torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state,
+                                 const PackedRnnStack* packed) {
   const auto& h = state.h[layer];
   if (lstm_) {
-    auto gates = torch::addmm(input_gates + b_hh_[layer], h, w_hh_[layer].t());  // [N, 4H]
+    auto gates = packed ? packed->hh[layer](h).add_(input_gates)
+                        : torch::addmm(input_gates + b_hh_[layer], h, w_hh_[layer].t());  // [N, 4H]
     auto chunks = gates.chunk(4, 1);
     auto i = torch::sigmoid(chunks[0]);
     auto f = torch::sigmoid(chunks[1]);
@@ -53,7 +68,7 @@ torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates
     return h_new;
   }
   // GRU: r and z from input+hidden; n uses r * (W_hn h + b_hn).
-  auto gh = torch::addmm(b_hh_[layer], h, w_hh_[layer].t());  // [N, 3H]
+  auto gh = packed ? packed->hh[layer](h) : torch::addmm(b_hh_[layer], h, w_hh_[layer].t());  // [N, 3H]
   auto gi = input_gates.chunk(3, 1);
   auto hh = gh.chunk(3, 1);
   auto r = torch::sigmoid(gi[0] + hh[0]);
@@ -65,13 +80,15 @@ torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates
 }
 
 torch::Tensor RnnStackImpl::step(const torch::Tensor& static_gates, const torch::Tensor& dynamic,
-                                 RnnState& state) {
+                                 RnnState& state, const PackedRnnStack* packed) {
   auto gates = static_gates;
-  if (w_dynamic_.defined()) gates = torch::addmm(gates, dynamic, w_dynamic_.t());
-  auto out = cell(0, gates, state);
+  if (w_dynamic_.defined()) {
+    gates = packed ? (*packed->dynamic)(dynamic).add_(gates) : torch::addmm(gates, dynamic, w_dynamic_.t());
+  }
+  auto out = cell(0, gates, state, packed);
   for (int64_t l = 1; l < layers_; ++l) {
     auto in = stream_dropout(out, dropout_, is_training());
-    out = cell(l, torch::addmm(b_ih_[l], in, w_ih_[l].t()), state);
+    out = cell(l, packed ? (*packed->ih[l])(in) : torch::addmm(b_ih_[l], in, w_ih_[l].t()), state, packed);
   }
   return out;
 }

@@ -6,8 +6,11 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "runtime/packed_linear.h"
 
 namespace attnmt {
 
@@ -16,23 +19,36 @@ struct RnnState {
   std::vector<torch::Tensor> c;  // per layer [N, H] (LSTM only; empty for GRU)
 };
 
+// The stack's products for decoding, on its weights as they are when pack() is called
+// (runtime/packed_linear.h). Passed to project_static() / step(); stale once the weights change.
+struct PackedRnnStack {
+  std::optional<PackedLinear> input;           // layer 0's static input (w_static, b)
+  std::optional<PackedLinear> dynamic;         // layer 0's dynamic input (w_dynamic), if any
+  std::vector<std::optional<PackedLinear>> ih;  // layers >= 1 (w_ih, b_ih); nullopt for layer 0
+  std::vector<PackedLinear> hh;                 // every layer (w_hh, b_hh)
+};
+
 class RnnStackImpl : public torch::nn::Module {
  public:
   RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t dynamic_size, int64_t hidden,
                int64_t layers, double dropout);
 
   // [..., static_size] -> [..., gates]: layer 0's input projection of the static input (+ bias).
-  torch::Tensor project_static(const torch::Tensor& x_static);
+  // packed (decoding, x_static [N, static_size]): the same product on the packed weights.
+  torch::Tensor project_static(const torch::Tensor& x_static, const PackedRnnStack* packed = nullptr);
   // One step. static_gates = project_static(x_t) [N, G]; dynamic [N, dynamic_size] or undefined
   // when dynamic_size == 0. Updates state, returns the top layer's output [N, H].
-  torch::Tensor step(const torch::Tensor& static_gates, const torch::Tensor& dynamic, RnnState& state);
+  torch::Tensor step(const torch::Tensor& static_gates, const torch::Tensor& dynamic, RnnState& state,
+                     const PackedRnnStack* packed = nullptr);
+  // The current weights, packed for step() (bf16: products in bfloat16).
+  PackedRnnStack pack(bool bf16) const;
 
   bool is_lstm() const { return lstm_; }
   int64_t hidden_size() const { return hidden_; }
   int64_t layers() const { return layers_; }
 
  private:
-  torch::Tensor cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state);
+  torch::Tensor cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state, const PackedRnnStack* packed);
   bool lstm_;
   int64_t hidden_, layers_, gates_;
   double dropout_;

@@ -91,10 +91,19 @@ torch::Tensor Seq2SeqImpl::step(const torch::Tensor& prev, const AttentionMemory
 }
 
 torch::Tensor Seq2SeqImpl::step_hidden(const torch::Tensor& prev, const AttentionMemory& memory,
-                                       DecoderStepState& state, int64_t t, torch::Tensor* attention) {
+                                       DecoderStepState& state, int64_t t, torch::Tensor* attention,
+                                       const PackedSeq2Seq* packed) {
+  const auto* packed_decoder = packed ? &packed->decoder : nullptr;
   auto embedded = tgt_embed_(prev);  // [N, E]
-  auto gates = decoder_->project_embeddings(embedded);
-  return decoder_->step(gates, embedded, memory, state, t, attention);
+  auto gates = decoder_->project_embeddings(embedded, packed_decoder);
+  return decoder_->step(gates, embedded, memory, state, t, attention, packed_decoder);
+}
+
+PackedSeq2Seq Seq2SeqImpl::pack(bool bf16) const {
+  PackedSeq2Seq p;
+  p.decoder = decoder_->pack(bf16);
+  p.output.emplace(out_weight_, out_bias_, bf16);
+  return p;
 }
 
 namespace {
@@ -111,8 +120,11 @@ struct Seq2SeqSearchState : SearchState {
 };
 }  // namespace
 
-Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision) : model_(std::move(model)) {
-  if (precision == "bf16" && device().is_cpu()) {
+Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, bool packed_weights)
+    : model_(std::move(model)) {
+  if (packed_weights && device().is_cpu() && packed_linear_available()) {
+    packed_ = std::make_unique<PackedSeq2Seq>(model_->pack(precision == "bf16"));
+  } else if (precision == "bf16" && device().is_cpu()) {
     torch::NoGradGuard no_grad;
     out_weight_bf16_ = model_->output_weight().detach().to(torch::kBFloat16).contiguous();
   }
@@ -131,13 +143,15 @@ StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState&
   StepResult r;
   auto* attention = want_attention ? &r.attention : nullptr;
   torch::Tensor logits;
-  if (out_weight_bf16_.defined()) {
+  if (packed_) {
+    logits = (*packed_->output)(model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention, packed_.get()));
+  } else if (out_weight_bf16_.defined()) {
     auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention);
     logits = torch::mm(hidden.to(torch::kBFloat16), out_weight_bf16_.t()).to(torch::kFloat).add_(model_->output_bias());
   } else {
     logits = model_->step(prev_tokens, s.memory, s.state, s.t, attention);
   }
-  r.log_probs = logits.log_softmax(-1);
+  r.log_probs = at::_log_softmax_out(logits, logits, -1, false);  // in place: no fresh [N, V] block per step
   ++s.t;
   return r;
 }

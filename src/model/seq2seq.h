@@ -21,6 +21,12 @@ struct VocabSizes {
   int64_t eos_id = 3;
 };
 
+// The decoder step's and output layer's weights packed for decoding (runtime/packed_linear.h).
+struct PackedSeq2Seq {
+  PackedDecoder decoder;
+  std::optional<PackedLinear> output;
+};
+
 class Seq2SeqImpl : public torch::nn::Module {
  public:
   Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab);
@@ -46,9 +52,11 @@ class Seq2SeqImpl : public torch::nn::Module {
   // One decoding step: prev [N] -> logits [N, V].
   torch::Tensor step(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
                      int64_t t, torch::Tensor* attention);
-  // step() without the output layer: h~ [N, H].
+  // step() without the output layer: h~ [N, H]. packed: pack()'s weights for the products.
   torch::Tensor step_hidden(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
-                            int64_t t, torch::Tensor* attention);
+                            int64_t t, torch::Tensor* attention, const PackedSeq2Seq* packed = nullptr);
+  // The current decoder and output weights, packed for decoding (bf16: products in bfloat16).
+  PackedSeq2Seq pack(bool bf16) const;
 
   Decoder& decoder() { return decoder_; }
   const VocabSizes& vocab() const { return vocab_; }
@@ -69,9 +77,15 @@ TORCH_MODULE(Seq2Seq);
 // Adapts a Seq2Seq to the search interface (decoding/step_model.h).
 class Seq2SeqStepModel : public StepModel {
  public:
-  // precision (decode.precision): fp32, or bf16 = the output layer's product in bfloat16 (oneDNN)
-  // from a bfloat16 copy of its weight made here, the softmax in fp32. CPU only (else fp32).
-  explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32");
+  // The model's weights as they are now serve every step (build a new one after they change).
+  // packed_weights (decode.packed_weights; CPU with oneDNN only, else ignored): the decoder
+  // step's products and the output layer run on weights packed here (runtime/packed_linear.h).
+  // precision (decode.precision): fp32, or bf16 = those products in bfloat16 (fp32 accumulation);
+  // without packed weights, bf16 is the output layer's product alone, from a bfloat16 copy of its
+  // weight (LibTorch, oneDNN). The softmax is fp32 either way. CPU only (else fp32).
+  explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
+  // Whether the products run on packed weights.
+  bool packed() const { return packed_ != nullptr; }
   std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override;
   StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
   int64_t bos_id() const override { return model_->vocab().bos_id; }
@@ -80,7 +94,8 @@ class Seq2SeqStepModel : public StepModel {
 
  private:
   Seq2Seq model_;
-  torch::Tensor out_weight_bf16_;  // [V, H] when decoding with a bfloat16 output layer
+  std::unique_ptr<PackedSeq2Seq> packed_;  // when decoding on packed weights
+  torch::Tensor out_weight_bf16_;          // [V, H] for a bfloat16 output layer without them
 };
 
 }  // namespace attnmt

@@ -423,7 +423,7 @@ ValidResult Trainer::validate() {
   ValidResult r;
   r.ppl = teacher_forced_nll(model_, valid_.examples, cfg_.train.batch_size, device_).perplexity();
   if (cfg_.train.valid_metric == "bleu") {
-    Seq2SeqStepModel step_model(model_, cfg_.decode.precision);
+    Seq2SeqStepModel step_model(model_, cfg_.decode.precision, cfg_.decode.packed_weights);
     TranslateOptions options = translate_options(cfg_.decode);
     options.search.beam_size = cfg_.train.valid_beam_size;
     options.search.n_best = 1;
@@ -518,7 +518,7 @@ void Trainer::evaluate_test() {
   const auto best = (fs::path(cfg_.train.save_dir) / "best.pt").string();
   if (fs::exists(best)) CheckpointFile(best).load_state(model_, nullptr, /*restore_rng=*/false);
   model_->eval();
-  Seq2SeqStepModel step_model(model_, cfg_.decode.precision);
+  Seq2SeqStepModel step_model(model_, cfg_.decode.precision, cfg_.decode.packed_weights);
   TranslateOptions options = translate_options(cfg_.decode);
   options.search.n_best = 1;
   const auto start = std::chrono::steady_clock::now();

@@ -1,0 +1,158 @@
+#include "runtime/packed_linear.h"
+
+#include <ATen/ATen.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#ifdef ATTNMT_WITH_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace attnmt {
+
+#ifdef ATTNMT_WITH_DNNL
+namespace {
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+}  // namespace
+#endif
+
+struct PackedLinear::Impl {
+  at::Tensor weight, bias;  // the fallback's operands (and the shapes)
+#ifdef ATTNMT_WITH_DNNL
+  bool use_dnnl = false;
+  dnnl::memory::data_type src_type = dnnl::memory::data_type::f32;
+  dnnl::memory::desc weights_desc;
+  dnnl::memory packed_weights;
+  at::Tensor bias_f32;  // [N] contiguous fp32, or undefined
+  mutable std::mutex mutex;
+  // One primitive per row count: a decoder step's rows change as sentences finish.
+  struct Kernel {
+    dnnl::matmul::primitive_desc desc;
+    dnnl::matmul primitive;
+  };
+  mutable std::unordered_map<int64_t, std::shared_ptr<const Kernel>> kernels;
+
+  dnnl::matmul::primitive_desc make_desc(int64_t m, const dnnl::memory::desc& weights) const {
+    using dnnl::memory;
+    const auto k = weight.size(1), n = weight.size(0);
+    memory::desc src({m, k}, src_type, memory::format_tag::ab);
+    memory::desc dst({m, n}, memory::data_type::f32, memory::format_tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: concurrent use is safe
+    if (bias_f32.defined()) {
+      memory::desc b({1, n}, memory::data_type::f32, memory::format_tag::ab);
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, b, dst), attr, cpu_engine());
+    }
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
+  }
+  std::shared_ptr<const Kernel> kernel_for(int64_t m) const {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = kernels.find(m);
+      if (it != kernels.end()) return it->second;
+    }
+    auto desc = make_desc(m, weights_desc);  // JIT-compiles a kernel (~0.5 ms): outside the lock
+    auto kernel = std::make_shared<const Kernel>(Kernel{desc, dnnl::matmul(desc)});
+    std::lock_guard<std::mutex> lock(mutex);
+    return kernels.emplace(m, std::move(kernel)).first->second;
+  }
+#endif
+};
+
+PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, bool bf16)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->weight = weight.detach();
+  if (bias.defined()) impl_->bias = bias.detach();
+#ifdef ATTNMT_WITH_DNNL
+  if (!weight.is_cpu() || weight.scalar_type() != at::kFloat || weight.dim() != 2) return;
+  using dnnl::memory;
+  const auto n = weight.size(0), k = weight.size(1);
+  impl_->src_type = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  if (bias.defined()) impl_->bias_f32 = bias.detach().to(at::kFloat).contiguous();
+  // The layout oneDNN prefers for 64 rows (a decoder batch); other row counts reuse it (checked:
+  // the same brgemm kernel is chosen for 1 to 1,024 rows).
+  memory::desc any({k, n}, impl_->src_type, memory::format_tag::any);
+  impl_->weights_desc = impl_->make_desc(64, any).weights_desc();
+  auto w = weight.detach().contiguous();
+  memory user({{k, n}, memory::data_type::f32, memory::format_tag::ba}, cpu_engine(), w.data_ptr());
+  impl_->packed_weights = memory(impl_->weights_desc, cpu_engine());
+  dnnl::stream stream(cpu_engine());
+  dnnl::reorder(user, impl_->packed_weights).execute(stream, user, impl_->packed_weights);
+  stream.wait();
+  impl_->use_dnnl = true;
+#else
+  (void)bf16;
+#endif
+}
+
+PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
+PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
+PackedLinear::~PackedLinear() = default;
+
+bool PackedLinear::packed() const {
+#ifdef ATTNMT_WITH_DNNL
+  return impl_->use_dnnl;
+#else
+  return false;
+#endif
+}
+
+at::Tensor PackedLinear::operator()(const at::Tensor& x) const {
+  const auto& im = *impl_;
+#ifdef ATTNMT_WITH_DNNL
+  if (im.use_dnnl && x.is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 2) {
+    using dnnl::memory;
+    const auto m = x.size(0);
+    if (m == 0) return at::empty({0, im.weight.size(0)}, x.options());
+    TORCH_CHECK(x.size(1) == im.weight.size(1), "PackedLinear: input has ", x.size(1), " columns, weight ",
+                im.weight.size(1));
+    // Row counts are rounded up (to 1, 2, 4, 8, then multiples of 8), and the extra rows computed
+    // and dropped: each row count needs a kernel of its own, and decoding's rows shrink one
+    // sentence at a time, so exact counts compiled hundreds of kernels per run.
+    int64_t rows = 1;
+    while (rows < m && rows < 8) rows *= 2;
+    if (m > 8) rows = (m + 7) / 8 * 8;
+    auto kernel = im.kernel_for(rows);
+    const auto* desc = &kernel->desc;
+    const auto src_dtype = im.src_type == memory::data_type::bf16 ? at::kBFloat16 : at::kFloat;
+    at::Tensor src;
+    if (rows == m) {
+      src = x.to(src_dtype).contiguous();
+    } else {
+      src = at::empty({rows, x.size(1)}, x.options().dtype(src_dtype));
+      src.narrow(0, 0, m).copy_(x);
+      src.narrow(0, m, rows - m).zero_();
+    }
+    auto out = at::empty({rows, im.weight.size(0)}, x.options());
+    auto scratch = at::empty({static_cast<int64_t>(desc->scratchpad_desc().get_size())}, x.options().dtype(at::kByte));
+    auto& engine = cpu_engine();
+    memory src_m(desc->src_desc(), engine, src.data_ptr());
+    memory dst_m(desc->dst_desc(), engine, out.data_ptr());
+    memory scratch_m(desc->scratchpad_desc(), engine, scratch.data_ptr());
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_m},
+                                         {DNNL_ARG_WEIGHTS, im.packed_weights},
+                                         {DNNL_ARG_DST, dst_m},
+                                         {DNNL_ARG_SCRATCHPAD, scratch_m}};
+    if (im.bias_f32.defined()) args.emplace(DNNL_ARG_BIAS, memory(desc->bias_desc(), engine, im.bias_f32.data_ptr()));
+    thread_local dnnl::stream stream(engine);
+    kernel->primitive.execute(stream, args);
+    stream.wait();
+    return rows == m ? out : out.narrow(0, 0, m);
+  }
+#endif
+  return im.bias.defined() ? at::addmm(im.bias, x, im.weight.t()) : at::mm(x, im.weight.t());
+}
+
+bool packed_linear_available() {
+#ifdef ATTNMT_WITH_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace attnmt

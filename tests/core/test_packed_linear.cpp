@@ -1,0 +1,113 @@
+// Packed decoding weights (runtime/packed_linear.h): the oneDNN products against LibTorch's.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <thread>
+
+#include "decoding/search.h"
+#include "model/seq2seq.h"
+#include "runtime/packed_linear.h"
+
+using namespace attnmt;
+
+namespace {
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+}  // namespace
+
+TEST_CASE("PackedLinear fp32 computes x W^T + b for any row count", "[packed]") {
+  if (!packed_linear_available()) WARN("built without oneDNN: checking the LibTorch fallback");
+  torch::manual_seed(1);
+  auto w = torch::randn({300, 48}), b = torch::randn({300});
+  PackedLinear with_bias(w, b, false), no_bias(w, torch::Tensor(), false);
+  REQUIRE(with_bias.packed() == packed_linear_available());
+  for (int64_t m : {0, 1, 3, 64, 130}) {
+    INFO(m << " rows");
+    auto x = torch::randn({m, 48});
+    auto y = with_bias(x), y0 = no_bias(x);
+    REQUIRE(y.sizes() == torch::IntArrayRef({m, 300}));
+    if (m == 0) continue;
+    REQUIRE(max_abs_diff(y, torch::addmm(b, x, w.t())) < 1e-4);
+    REQUIRE(max_abs_diff(y0, torch::mm(x, w.t())) < 1e-4);
+  }
+  // A non-contiguous input (a column slice, as chunk() gives) is read correctly.
+  auto wide = torch::randn({7, 96});
+  auto x = wide.narrow(1, 48, 48);
+  REQUIRE(max_abs_diff(with_bias(x), torch::addmm(b, x, w.t())) < 1e-4);
+}
+
+TEST_CASE("PackedLinear bf16 rounds both operands to bfloat16 and accumulates in fp32", "[packed]") {
+  if (!packed_linear_available()) return;  // the fallback has no bf16 path of its own
+  torch::manual_seed(2);
+  auto w = torch::randn({200, 64}), b = torch::randn({200});
+  PackedLinear packed(w, b, true);
+  auto x = torch::randn({5, 64});
+  auto y = packed(x);
+  // The same products computed independently: operands rounded to bfloat16, sums in double.
+  auto round = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
+  auto expected = (torch::mm(round(x), round(w).t()) + b.to(torch::kDouble)).to(torch::kFloat);
+  REQUIRE(max_abs_diff(y, expected) < 1e-3);
+  // ...and it is not the fp32 product: rounding moves these sums of 64 terms by ~1e-2.
+  REQUIRE(max_abs_diff(y, torch::addmm(b, x, w.t())) > 1e-3);
+}
+
+TEST_CASE("PackedLinear runs in several threads at once", "[packed]") {
+  torch::manual_seed(3);
+  auto w = torch::randn({500, 32}), b = torch::randn({500});
+  PackedLinear packed(w, b, false);
+  std::vector<torch::Tensor> inputs, outputs(4);
+  for (int64_t m : {3, 17, 64, 17}) inputs.push_back(torch::randn({m, 32}));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      at::set_num_threads(1);
+      torch::Tensor y;
+      for (int r = 0; r < 50; ++r) y = packed(inputs[i]);
+      outputs[i] = y;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < inputs.size(); ++i) REQUIRE(max_abs_diff(outputs[i], torch::addmm(b, inputs[i], w.t())) < 1e-4);
+}
+
+TEST_CASE("decoding on packed weights gives LibTorch's log-probabilities and translations", "[packed][model]") {
+  for (const std::string rnn : {"lstm", "gru"}) {
+    for (const std::string style : {"luong", "bahdanau"}) {
+      SECTION(rnn + " " + style) {
+        torch::manual_seed(4);
+        ModelConfig config;
+        config.embedding_size = 24;
+        config.encoder.hidden_size = 12;
+        config.decoder.hidden_size = 24;
+        config.encoder.rnn = config.decoder.rnn = rnn;
+        config.decoder.style = style;
+        config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
+        config.tie_embeddings = true;
+        VocabSizes vocab;
+        vocab.src = 40;
+        vocab.tgt = 60;
+        Seq2Seq model(config, vocab);
+        model->eval();
+        torch::NoGradGuard no_grad;
+        Seq2SeqStepModel plain(model, "fp32", false), packed(model, "fp32", true);
+        REQUIRE_FALSE(plain.packed());
+        REQUIRE(packed.packed() == packed_linear_available());
+        auto src = torch::randint(4, 40, {3, 6}, torch::kLong);
+        auto len = torch::tensor({6, 4, 2}, torch::kLong);
+        auto a = plain.start(src, len), b = packed.start(src, len);
+        auto prev = torch::full({3}, vocab.bos_id, torch::kLong);
+        for (int t = 0; t < 5; ++t) {
+          auto la = plain.step(prev, *a, false).log_probs, lb = packed.step(prev, *b, false).log_probs;
+          REQUIRE(max_abs_diff(la, lb) < 1e-4);
+          prev = la.argmax(1);
+        }
+        SearchOptions options;
+        options.beam_size = 3;
+        auto ha = beam_search(plain, src, len, options), hb = beam_search(packed, src, len, options);
+        for (int64_t s = 0; s < 3; ++s) {
+          REQUIRE(ha[s][0].tokens == hb[s][0].tokens);
+          REQUIRE(ha[s][0].score == Approx(hb[s][0].score).margin(1e-4));
+        }
+      }
+    }
+  }
+}
