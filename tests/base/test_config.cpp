@@ -128,6 +128,7 @@ decode:
   max_length_ratio: 1.5
   batch_size: 16
   n_best: 3
+  packed_weights: false
 threads: 4
 device: cuda:1
 )";
@@ -164,6 +165,7 @@ TEST_CASE("config: struct defaults are valid and survive an empty-ish YAML", "[c
   CHECK(c.decode.beam_size == 5);
   CHECK(c.decode.length_penalty == 0.6);
   CHECK(c.decode.n_best == 1);
+  CHECK(c.decode.packed_weights);
   CHECK(c.threads == 0);
   CHECK(c.device == "cpu");
   CHECK(attnmt::config_to_yaml(c) == attnmt::config_to_yaml(defaults));
@@ -230,6 +232,7 @@ TEST_CASE("config: a full YAML is parsed to the exact values", "[config]") {
   CHECK(c.decode.max_length_ratio == 1.5);
   CHECK(c.decode.batch_size == 16);
   CHECK(c.decode.n_best == 3);
+  CHECK_FALSE(c.decode.packed_weights);
   CHECK(c.threads == 4);
   CHECK(c.device == "cuda:1");
 }
@@ -319,7 +322,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 71);  // one per field of config.h
+  CHECK(keys.size() == 72);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
