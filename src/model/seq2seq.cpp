@@ -124,7 +124,9 @@ Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, 
     : model_(std::move(model)) {
   if (packed_weights && device().is_cpu() && packed_linear_available()) {
     packed_ = std::make_unique<PackedSeq2Seq>(model_->pack(precision == "bf16"));
-  } else if (precision == "bf16" && device().is_cpu()) {
+    if (!packed_->output->packed()) packed_.reset();  // no oneDNN kernel for this CPU and type
+  }
+  if (!packed_ && precision == "bf16" && device().is_cpu()) {
     torch::NoGradGuard no_grad;
     out_weight_bf16_ = model_->output_weight().detach().to(torch::kBFloat16).contiguous();
   }

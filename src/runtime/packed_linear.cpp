@@ -75,15 +75,20 @@ PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, boo
   if (bias.defined()) impl_->bias_f32 = bias.detach().to(at::kFloat).contiguous();
   // The layout oneDNN prefers for 64 rows (a decoder batch); other row counts reuse it (checked:
   // the same brgemm kernel is chosen for 1 to 1,024 rows).
-  memory::desc any({k, n}, impl_->src_type, memory::format_tag::any);
-  impl_->weights_desc = impl_->make_desc(64, any).weights_desc();
-  auto w = weight.detach().contiguous();
-  memory user({{k, n}, memory::data_type::f32, memory::format_tag::ba}, cpu_engine(), w.data_ptr());
-  impl_->packed_weights = memory(impl_->weights_desc, cpu_engine());
-  dnnl::stream stream(cpu_engine());
-  dnnl::reorder(user, impl_->packed_weights).execute(stream, user, impl_->packed_weights);
-  stream.wait();
-  impl_->use_dnnl = true;
+  try {
+    memory::desc any({k, n}, impl_->src_type, memory::format_tag::any);
+    impl_->weights_desc = impl_->make_desc(64, any).weights_desc();
+    auto w = weight.detach().contiguous();
+    memory user({{k, n}, memory::data_type::f32, memory::format_tag::ba}, cpu_engine(), w.data_ptr());
+    impl_->packed_weights = memory(impl_->weights_desc, cpu_engine());
+    dnnl::stream stream(cpu_engine());
+    dnnl::reorder(user, impl_->packed_weights).execute(stream, user, impl_->packed_weights);
+    stream.wait();
+    impl_->use_dnnl = true;
+  } catch (const dnnl::error&) {
+    // No oneDNN kernel for this CPU and type (bf16 wants AVX-512): LibTorch's fp32 products.
+    impl_->use_dnnl = false;
+  }
 #else
   (void)bf16;
 #endif

@@ -23,7 +23,8 @@ namespace attnmt {
 class PackedLinear {
  public:
   // weight [N, K], bias [N] or undefined. bf16: the products in bfloat16 (fp32 accumulation and
-  // output); needs a CPU with AVX512-BF16 to be fast, works (emulated) on any x86-64.
+  // output); fast with AVX512-BF16. Where oneDNN has no kernel for the CPU and type (bf16 wants
+  // AVX-512), packed() is false and the products are LibTorch's, in fp32.
   PackedLinear(const at::Tensor& weight, const at::Tensor& bias, bool bf16);
   PackedLinear(PackedLinear&&) noexcept;
   PackedLinear& operator=(PackedLinear&&) noexcept;

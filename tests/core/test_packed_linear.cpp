@@ -40,6 +40,10 @@ TEST_CASE("PackedLinear bf16 rounds both operands to bfloat16 and accumulates in
   torch::manual_seed(2);
   auto w = torch::randn({200, 64}), b = torch::randn({200});
   PackedLinear packed(w, b, true);
+  if (!packed.packed()) {
+    WARN("oneDNN has no bfloat16 kernel for this CPU: nothing to check");
+    return;
+  }
   auto x = torch::randn({5, 64});
   auto y = packed(x);
   // The same products computed independently: operands rounded to bfloat16, sums in double.
