@@ -287,6 +287,7 @@ json run_bench(const BenchOptions& o) {
           std::vector<double> whole, inner, whole_tok, inner_tok, rss;
           double bleu = -1;
           std::string allocator;  // as translate reports it
+          bool packed_weights = false;
           for (int r = 0; r < o.repeats; ++r) {
             spdlog::info("[bench] {}: decoding ({}, beam {}, batch {}) at {} thread(s), run {}/{}", name, mode.name,
                          mode.beam, mode.batch, threads, r + 1, o.repeats);
@@ -306,6 +307,7 @@ json run_bench(const BenchOptions& o) {
             inner_tok.push_back(tokens / seconds);
             rss.push_back(child.peak_rss_mib);
             allocator = stats.value("cpu_allocator", "");
+            packed_weights = stats.value("packed_weights", false);
             if (r == 0 && !refs.empty()) bleu = corpus_bleu(read_lines(hyp), refs).score;
           }
           run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch},
@@ -314,7 +316,7 @@ json run_bench(const BenchOptions& o) {
                                       {"sentences_per_sec_translate", to_json(stats_of(inner))},
                                       {"tokens_per_sec_translate", to_json(stats_of(inner_tok))},
                                       {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu},
-                                      {"cpu_allocator", allocator}, {"packed_weights", cfg.decode.packed_weights}};
+                                      {"cpu_allocator", allocator}, {"packed_weights", packed_weights}};
         }
         run["decode_model"] = model_dir;
       } else if (o.decode) {

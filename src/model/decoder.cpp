@@ -51,17 +51,14 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
 }
 
 PackedDecoder DecoderImpl::pack(bool bf16) const {
-  PackedDecoder p;
-  p.rnn = rnn_->pack(bf16);
-  p.combine.emplace(combine_->weight, torch::Tensor(), bf16);
-  return p;
+  return {rnn_->pack(bf16), PackedLinear(combine_->weight, torch::Tensor(), bf16)};
 }
 
 torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
                                 const AttentionMemory& memory, DecoderStepState& state, int64_t t,
                                 torch::Tensor* weights, const PackedDecoder* packed) {
   const auto* packed_rnn = packed ? &packed->rnn : nullptr;
-  auto combine = [&](const torch::Tensor& x) { return packed ? (*packed->combine)(x) : combine_(x); };
+  auto combine = [&](const torch::Tensor& x) { return packed ? packed->combine(x) : combine_(x); };
   torch::Tensor out;
   if (luong_) {
     auto s = rnn_->step(gates_t, state.feed, state.rnn, packed_rnn);  // [N, H]

@@ -28,7 +28,7 @@ struct DecoderStepState {
 // The decoder step's products on packed weights (decoding; see RnnStack's PackedRnnStack).
 struct PackedDecoder {
   PackedRnnStack rnn;
-  std::optional<PackedLinear> combine;
+  PackedLinear combine;
 };
 
 class DecoderImpl : public torch::nn::Module {

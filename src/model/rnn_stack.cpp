@@ -34,8 +34,7 @@ RnnStackImpl::RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t 
 }
 
 PackedRnnStack RnnStackImpl::pack(bool bf16) const {
-  PackedRnnStack p;
-  p.input.emplace(w_static_, b_, bf16);
+  PackedRnnStack p{PackedLinear(w_static_, b_, bf16), std::nullopt, {}, {}};
   if (w_dynamic_.defined()) p.dynamic.emplace(w_dynamic_, torch::Tensor(), bf16);
   for (int64_t l = 0; l < layers_; ++l) {
     p.ih.emplace_back();
@@ -46,7 +45,7 @@ PackedRnnStack RnnStackImpl::pack(bool bf16) const {
 }
 
 torch::Tensor RnnStackImpl::project_static(const torch::Tensor& x_static, const PackedRnnStack* packed) {
-  if (packed) return (*packed->input)(x_static);
+  if (packed) return packed->input(x_static);
   return torch::nn::functional::linear(x_static, w_static_, b_);
 }
 

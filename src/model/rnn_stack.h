@@ -22,7 +22,7 @@ struct RnnState {
 // The stack's products for decoding, on its weights as they are when pack() is called
 // (runtime/packed_linear.h). Passed to project_static() / step(); stale once the weights change.
 struct PackedRnnStack {
-  std::optional<PackedLinear> input;           // layer 0's static input (w_static, b)
+  PackedLinear input;                          // layer 0's static input (w_static, b)
   std::optional<PackedLinear> dynamic;         // layer 0's dynamic input (w_dynamic), if any
   std::vector<std::optional<PackedLinear>> ih;  // layers >= 1 (w_ih, b_ih); nullopt for layer 0
   std::vector<PackedLinear> hh;                 // every layer (w_hh, b_hh)

@@ -100,10 +100,7 @@ torch::Tensor Seq2SeqImpl::step_hidden(const torch::Tensor& prev, const Attentio
 }
 
 PackedSeq2Seq Seq2SeqImpl::pack(bool bf16) const {
-  PackedSeq2Seq p;
-  p.decoder = decoder_->pack(bf16);
-  p.output.emplace(out_weight_, out_bias_, bf16);
-  return p;
+  return {decoder_->pack(bf16), PackedLinear(out_weight_, out_bias_, bf16)};
 }
 
 namespace {
@@ -124,7 +121,7 @@ Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, 
     : model_(std::move(model)) {
   if (packed_weights && device().is_cpu() && packed_linear_available()) {
     packed_ = std::make_unique<PackedSeq2Seq>(model_->pack(precision == "bf16"));
-    if (!packed_->output->packed()) packed_.reset();  // no oneDNN kernel for this CPU and type
+    if (!packed_->output.packed()) packed_.reset();  // no oneDNN kernel for this CPU and type
   }
   if (!packed_ && precision == "bf16" && device().is_cpu()) {
     torch::NoGradGuard no_grad;
@@ -146,7 +143,7 @@ StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState&
   auto* attention = want_attention ? &r.attention : nullptr;
   torch::Tensor logits;
   if (packed_) {
-    logits = (*packed_->output)(model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention, packed_.get()));
+    logits = packed_->output(model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention, packed_.get()));
   } else if (out_weight_bf16_.defined()) {
     auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention);
     logits = torch::mm(hidden.to(torch::kBFloat16), out_weight_bf16_.t()).to(torch::kFloat).add_(model_->output_bias());

@@ -24,7 +24,7 @@ struct VocabSizes {
 // The decoder step's and output layer's weights packed for decoding (runtime/packed_linear.h).
 struct PackedSeq2Seq {
   PackedDecoder decoder;
-  std::optional<PackedLinear> output;
+  PackedLinear output;
 };
 
 class Seq2SeqImpl : public torch::nn::Module {
