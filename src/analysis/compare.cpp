@@ -17,6 +17,7 @@
 #include "config/loader.h"
 #include "data/corpus.h"
 #include "eval/metrics.h"
+#include "runtime/compute.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -101,9 +102,6 @@ std::string attention_name(const Config& c) {
   return c.model.attention.type + (c.model.attention.coverage ? "+coverage" : "");
 }
 
-void set_threads(int threads) {
-  torch::set_num_threads(threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
-}
 
 }  // namespace
 
@@ -264,7 +262,7 @@ CompareReport compare(const CompareOptions& options) {
 
     // 3. in this process: the model's size, perplexity, attention
     auto loaded = load_model(save_dir, "", "");
-    set_threads(options.threads >= 0 ? options.threads : loaded.config.threads);
+    configure_compute(options.threads >= 0 ? options.threads : loaded.config.threads, loaded.config.gemm);
     row.attention = attention_name(loaded.config);
     row.decoder_style = loaded.config.model.decoder.style;
     row.parameters = loaded.model->parameter_count();

@@ -8,6 +8,7 @@
 #include "align/links.h"
 #include "analysis/aligner.h"
 #include "cli/commands.h"
+#include "runtime/compute.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/text_io.h"
@@ -49,7 +50,7 @@ void add_align_command(CLI::App& app, const GlobalOptions& global) {
     }
     auto loaded = load_model(o->model, o->checkpoint, o->device);
     const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
-    torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+    configure_compute(threads, loaded.config.gemm);
     AlignOptions options;
     options.detokenize = !o->no_detokenize;
     options.threshold = o->threshold;

@@ -7,6 +7,7 @@
 #include "analysis/aligner.h"
 #include "cli/commands.h"
 #include "report/heatmap.h"
+#include "runtime/compute.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/text_io.h"
@@ -41,7 +42,7 @@ void add_plot_command(CLI::App& app, const GlobalOptions& global) {
     if (o->src.find_first_not_of(" \t") == std::string::npos) throw InputError("--src is empty");
     auto loaded = load_model(o->model, o->checkpoint, o->device);
     const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
-    torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+    configure_compute(threads, loaded.config.gemm);
     SentenceAttention sentence;
     std::string shown;
     if (!o->tgt.empty()) {

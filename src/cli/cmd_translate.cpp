@@ -1,5 +1,6 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
-//                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--packed-weights B] [--attention-out FILE] [--stats FILE]
+//                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--packed-weights B] [--gemm auto|onednn|blas]
+//                  [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false]
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,8 @@
 
 #include "cli/commands.h"
 #include "decoding/translator.h"
+#include "runtime/compute.h"
+#include "runtime/gemm.h"
 #include "runtime/huge_pages.h"
 #include "train/checkpoint.h"
 #include "util/error.h"
@@ -24,7 +27,7 @@ namespace attnmt::cli {
 
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
-    std::string model, checkpoint, input, output, attention_out, device, stats, precision;
+    std::string model, checkpoint, input, output, attention_out, device, stats, precision, gemm;
     std::optional<bool> hard_decode, packed_weights;
     int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1;
     double length_penalty = -1, max_length_ratio = -1;
@@ -49,6 +52,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--packed-weights", o->packed_weights,
                   "true | false: the decoder step's products on weights packed for oneDNN (default: decode.packed_weights)");
+  cmd->add_option("--gemm", o->gemm, "auto | onednn | blas: what runs fp32 matrix products (default: config 'gemm')")
+      ->check(CLI::IsMember({"auto", "onednn", "blas"}));
   cmd->add_option("--stats", o->stats,
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
@@ -63,7 +68,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     auto loaded = load_model(o->model, o->checkpoint, o->device, overrides);
     const auto& dc = loaded.config.decode;
     const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
-    torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+    configure_compute(threads, o->gemm.empty() ? loaded.config.gemm : o->gemm);
     TranslateOptions options = translate_options(dc);
     if (o->beam_size > 0) options.search.beam_size = o->beam_size;
     if (o->n_best > 0) options.search.n_best = o->n_best;
@@ -110,7 +115,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       nlohmann::json j = {{"sentences", results.size()}, {"target_tokens", tokens}, {"translate_seconds", seconds},
                           {"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
                           {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
-                          {"packed_weights", step_model.packed()}};
+                          {"packed_weights", step_model.packed()}, {"gemm", gemm_description()}};
       write_file_atomic(o->stats, j.dump() + "\n");
     }
   });

@@ -120,6 +120,7 @@ struct Config {
   DecodeConfig decode;
   DistributedConfig distributed;
   int threads = 0;            // intra-op threads (0 = number of cores)
+  std::string gemm = "auto";  // auto | onednn | blas: what runs fp32 matrix products on a CPU (runtime/gemm.h)
   std::string device = "cpu"; // cpu | cuda | cuda:N
 };
 

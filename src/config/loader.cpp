@@ -122,6 +122,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(distributed.bucket_mb),
 
     ATTNMT_FIELD(threads),
+    ATTNMT_FIELD(gemm),
     ATTNMT_FIELD(device),
 };
 
@@ -672,6 +673,7 @@ void validate_config(const Config& c) {
                dist.bucket_mb);
 
   check_int(c.threads >= 0, "threads", ">= 0 (0 = number of cores)", c.threads);
+  check_one_of(c.gemm, "gemm", {"auto", "onednn", "blas"});
   if (!is_device(c.device)) invalid("device", "cpu, cuda or cuda:N", in_quotes(c.device));
 }
 

@@ -1,4 +1,6 @@
 #include "model/rnn_stack.h"
+
+#include "model/lstm_cell.h"
 #include "model/random.h"
 
 #include <cmath>
@@ -55,13 +57,7 @@ torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates
   if (lstm_) {
     auto gates = packed ? packed->hh[layer](h).add_(input_gates)
                         : torch::addmm(input_gates + b_hh_[layer], h, w_hh_[layer].t());  // [N, 4H]
-    auto chunks = gates.chunk(4, 1);
-    auto i = torch::sigmoid(chunks[0]);
-    auto f = torch::sigmoid(chunks[1]);
-    auto g = torch::tanh(chunks[2]);
-    auto o = torch::sigmoid(chunks[3]);
-    auto c = torch::addcmul(f * state.c[layer], i, g);
-    auto h_new = o * torch::tanh(c);
+    auto [h_new, c] = lstm_cell(gates, state.c[layer]);  // model/lstm_cell.h: one fused node
     state.c[layer] = c;
     state.h[layer] = h_new;
     return h_new;

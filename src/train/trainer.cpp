@@ -30,6 +30,8 @@
 #include "train/distributed.h"
 #include "train/loss.h"
 #include "parallel/workers.h"
+#include "runtime/compute.h"
+#include "runtime/gemm.h"
 #include "train/optimizer.h"
 #include "train/replicas.h"
 #include "util/error.h"
@@ -654,7 +656,7 @@ void Trainer::run() {
     if (device_.is_cuda() && !device_.has_index()) device_ = torch::Device(torch::kCUDA, env.local_rank);
   }
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  torch::set_num_threads(cfg_.threads > 0 ? cfg_.threads : std::max(1, cores / env.local_world_size));
+  configure_compute(cfg_.threads > 0 ? cfg_.threads : std::max(1, cores / env.local_world_size), cfg_.gemm);
   const bool debug = spdlog::default_logger()->level() == spdlog::level::debug;
   // Joins the other ranks first: a rank that then fails (a locked save dir, bad data) makes the
   // others' next collective fail at once instead of waiting for a rendezvous that never comes.
@@ -677,8 +679,8 @@ void Trainer::run() {
   const int replicas = resolve_workers(cfg_.train.replicas, device_.is_cpu());
   replicas_ = std::make_unique<Replicas>(model_, cfg_.model, replicas, torch::get_num_threads() / replicas);
   const auto batches_per_epoch = epoch_batches(0, dist_->world_size()).size();
-  spdlog::info("[train] {} threads ({}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
-               blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
+  spdlog::info("[train] {} threads ({}, {}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
+               gemm_description(), blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
                dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),
                                              dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
                                : std::string());
@@ -688,7 +690,7 @@ void Trainer::run() {
     log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
                  {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
                  {"threads", torch::get_num_threads()}, {"replicas", replicas_->count()}, {"blas", blas_description()},
-                 {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
+                 {"gemm", gemm_description()}, {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
                  {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
   }
   g_stop_signal = 0;

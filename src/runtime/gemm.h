@@ -1,0 +1,27 @@
+// Which library runs LibTorch's fp32 matrix products on the CPU (config key `gemm`).
+//
+// LibTorch (Debian's) multiplies fp32 matrices through the Fortran BLAS symbol sgemm_, which the
+// dynamic linker resolves to OpenBLAS. attnmt defines sgemm_ itself (runtime/gemm.cpp), so every
+// fp32 product LibTorch makes (the model's, autograd's, ATen's LSTM) comes here first, and goes
+// to oneDNN's sgemm (JIT-compiled AVX-512/AVX2 kernels) or on to OpenBLAS. Measured here, 1 thread,
+// at the shapes of an rnn256 training step: oneDNN 1.5-2.1x OpenBLAS's GFLOP/s (README "Speed").
+// bf16 products do not pass through sgemm_ (LibTorch sends them to oneDNN already).
+//
+// Process-wide, like the thread count: set once per command from the config, before products run.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace attnmt {
+
+// "auto" (oneDNN where this build has it, else BLAS) | "onednn" | "blas" (config key `gemm`).
+// Throws InputError naming the key for another name, or for "onednn" in a build without oneDNN.
+void use_gemm_backend(const std::string& name);
+// What runs the products now: "oneDNN sgemm" or "BLAS sgemm".
+std::string gemm_description();
+// Whether this build can route products to oneDNN at all.
+bool onednn_gemm_available();
+// Products oneDNN has run in this process (lets tests and --stats check that the routing works).
+uint64_t onednn_gemm_calls();
+
+}  // namespace attnmt
