@@ -102,7 +102,6 @@ std::string attention_name(const Config& c) {
   return c.model.attention.type + (c.model.attention.coverage ? "+coverage" : "");
 }
 
-
 }  // namespace
 
 bool training_finished(const std::string& save_dir) {

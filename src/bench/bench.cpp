@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "bench/flops.h"
@@ -339,8 +340,13 @@ std::string bench_table(const json& results) {
   };
   const auto& m = results["machine"];
   std::string out = "Machine: " + m["cpu"].get<std::string>() + ", " + std::to_string(m["cores"].get<int>()) +
-                    " cores; LibTorch " + m["libtorch"].get<std::string>() + "; " + m["blas"].get<std::string>() +
-                    "; OMP_WAIT_POLICY=" + m["omp_wait_policy"].get<std::string>() + "\n\n";
+                    " cores; LibTorch " + m["libtorch"].get<std::string>() + "; " + m["blas"].get<std::string>();
+  std::set<std::string> gemms;  // what ran the fp32 products (config key gemm), per run
+  for (const auto& r : results["runs"]) {
+    if (r.contains("gemm")) gemms.insert(r["gemm"].get<std::string>());
+  }
+  for (const auto& g : gemms) out += (g == *gemms.begin() ? "; fp32 products: " : ", ") + g;
+  out += "; OMP_WAIT_POLICY=" + m["omp_wait_policy"].get<std::string>() + "\n\n";
   out += "| config | threads | train tgt tok/s | train peak RSS MiB | MFLOP/tok | achieved GFLOP/s | ceiling GFLOP/s "
          "(fp32 / bf16) | utilisation | greedy sent/s | beam sent/s | beam 1-at-a-time sent/s | decode peak RSS MiB "
          "| BLEU greedy / beam |\n";

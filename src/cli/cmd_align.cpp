@@ -3,7 +3,6 @@
 // written as Pharaoh "i-j" lines (0-based, source first); with --gold, AER / precision / recall.
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "align/links.h"
 #include "analysis/aligner.h"

@@ -2,7 +2,6 @@
 // One attention heatmap, merged to words: the model's own translation of the sentence (beam as
 // configured), or with --tgt the reference force-decoded.
 #include <string>
-#include <thread>
 
 #include "analysis/aligner.h"
 #include "cli/commands.h"
