@@ -12,7 +12,8 @@ namespace {
 
 // exp(x) for float: x = k ln2 + r with |r| <= ln2 / 2, exp(r) by its Taylor series to r^7
 // (truncation < 3e-9 relative), 2^k by writing the exponent bits. x is clamped to [-87, 88] (no
-// overflow; sigmoid's saturated ends stay exact to fp32) with comparisons that let NaN through.
+// overflow or denormals; beyond the clamps sigmoid is 1, or below 2e-38, either way) with
+// comparisons that let NaN through.
 // No calls and no branches, so the loops that use it vectorise.
 inline float fast_exp(float x) {
   x = x < -87.0f ? -87.0f : x;
