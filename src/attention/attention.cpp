@@ -1,5 +1,7 @@
 #include "attention/attention.h"
 
+#include "attention/inference_products.h"
+
 namespace attnmt {
 
 namespace {
@@ -17,7 +19,12 @@ AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const 
   out.lengths = select_defined(lengths, index);
   out.extra.reserve(extra.size());
   for (const auto& t : extra) out.extra.push_back(select_defined(t, index));
+  out.group = group;
   return out;
+}
+
+torch::Tensor AttentionMemory::row_mask() const {
+  return group == 1 ? mask : mask.repeat_interleave(group, 0);
 }
 
 AttentionState AttentionState::index_select(const torch::Tensor& index) const {
@@ -47,10 +54,13 @@ torch::Tensor first_position_alignment(const AttentionMemory& memory) {
   return alpha0;
 }
 
-torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values) {
+torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values, int64_t group) {
+  if (inference_products_apply(weights, values)) return inference_weighted_sum(weights, values, group);
   // sum_i [B, S, 1] * [B, S, Dm] -> [B, Dm]. Not bmm: LibTorch's CPU bmm (and its backward)
   // loops over the batch with one small GEMM per sentence, several times slower at these sizes.
-  return (weights.unsqueeze(2) * values).sum(1);
+  if (group == 1) return (weights.unsqueeze(2) * values).sum(1);
+  // [B, G, S, 1] * [B, 1, S, Dm] summed over S -> [B * G, Dm]
+  return (weights.view({-1, group, weights.size(1), 1}) * values.unsqueeze(1)).sum(2).flatten(0, 1);
 }
 
 }  // namespace attnmt

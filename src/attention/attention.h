@@ -24,8 +24,15 @@ struct AttentionMemory {
   torch::Tensor mask;    // [B, S] bool, true = real source token
   torch::Tensor lengths; // [B] int64, number of real source tokens
   std::vector<torch::Tensor> extra;  // variant-specific batch-first tensors
+  // Query rows per memory row. 1, except in beam search with a variant that shares the memory
+  // across beams (Attention::shares_memory_across_beams): then row n of the queries reads memory
+  // row n / group, the group being the beam size, and the memory is one copy per sentence.
+  int64_t group = 1;
 
+  // Keeps memory rows `index` (sentences); the group stays.
   AttentionMemory index_select(const torch::Tensor& index) const;
+  // mask as one row per query row: [B * group, S].
+  torch::Tensor row_mask() const;
 };
 
 // Per-step recurrent state (running sums, previous alignment, coverage...), batch-first.
@@ -50,6 +57,9 @@ class Attention : public torch::nn::Module {
   // query [B, Dq]; step = 0-based target position t.
   virtual AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                                   const AttentionState& state, int64_t step) = 0;
+  // Whether forward() takes a memory with group > 1 (AttentionMemory). Beam search then keeps one
+  // copy of each sentence's memory for its K beams instead of K copies.
+  virtual bool shares_memory_across_beams() const { return false; }
   // Size of the context vector this variant returns.
   virtual int64_t context_size() const { return memory_size_; }
   // An extra training loss term accumulated since the last call (coverage loss, REINFORCE...);
@@ -76,7 +86,8 @@ torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& m
 // forward): one-hot at position 0, in the memory's dtype and device.
 torch::Tensor first_position_alignment(const AttentionMemory& memory);
 
-// context [B, Dm] = sum_i weights[b, i] * values[b, i, :]
-torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values);
+// context [N, Dm] = sum_i weights[n, i] * values[n / group, i, :]; weights [N, S], values
+// [N / group, S, Dm]. When decoding on the CPU, a loop (inference_products.h).
+torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values, int64_t group = 1);
 
 }  // namespace attnmt

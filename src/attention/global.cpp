@@ -10,21 +10,23 @@ GlobalAttention::GlobalAttention(ScoreKind kind, const AttentionConfig& config, 
 
 AttentionState GlobalAttention::initial_state(const AttentionMemory& memory) const {
   if (!coverage_) return {};
-  return {{torch::zeros(memory.mask.sizes(), memory.values.options())}};  // cov_0 = 0 [B, S]
+  const int64_t rows = memory.mask.size(0) * memory.group;
+  return {{torch::zeros({rows, memory.mask.size(1)}, memory.values.options())}};  // cov_0 = 0 [N, S]
 }
 
 AttentionOutput GlobalAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
                                          const AttentionState& state, int64_t /*step*/) {
+  const int64_t group = memory.group;  // > 1: one memory row per sentence for its beams
   if (!coverage_) {
-    auto weights = masked_softmax(score_(query, memory.keys), memory.mask);  // [B, S]
-    return {weighted_sum(weights, memory.values), weights, state};
+    auto weights = masked_softmax(score_(query, memory.keys, {}, group), memory.row_mask());  // [N, S]
+    return {weighted_sum(weights, memory.values, group), weights, state};
   }
-  const auto& coverage = state.tensors.at(0);  // [B, S]
-  auto weights = masked_softmax(score_(query, memory.keys, coverage), memory.mask);
+  const auto& coverage = state.tensors.at(0);  // [N, S]
+  auto weights = masked_softmax(score_(query, memory.keys, coverage, group), memory.row_mask());
   if (is_training() && coverage_loss_weight_ > 0) {
     coverage_terms_.push_back(torch::minimum(weights, coverage).sum(1));  // [B]
   }
-  return {weighted_sum(weights, memory.values), weights, AttentionState{{coverage + weights}}};
+  return {weighted_sum(weights, memory.values, group), weights, AttentionState{{coverage + weights}}};
 }
 
 torch::Tensor GlobalAttention::take_auxiliary_loss(const torch::Tensor& /*sentence_log_likelihood*/,

@@ -23,6 +23,7 @@ class GlobalAttention : public ScoredAttention {
  public:
   GlobalAttention(ScoreKind kind, const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionState initial_state(const AttentionMemory& memory) const override;
+  bool shares_memory_across_beams() const override { return true; }
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
   torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood,

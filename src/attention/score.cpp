@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "attention/inference_products.h"
 #include "util/error.h"
 
 namespace attnmt {
@@ -66,12 +67,14 @@ torch::Tensor ScoreFunction::keys(const torch::Tensor& memory) {
 }
 
 torch::Tensor ScoreFunction::operator()(const torch::Tensor& query, const torch::Tensor& keys,
-                                        const torch::Tensor& coverage) {
+                                        const torch::Tensor& coverage, int64_t group) {
   if (kind_ != ScoreKind::kConcat) {
-    auto e = dot_scores(query, keys);
+    auto e = dot_scores(query, keys, group);
     return scale_ == 1.0 ? e : e * scale_;
   }
-  auto pre = keys + w_a_(query).unsqueeze(1);                      // [B, S, A]
+  auto wq = w_a_(query);                                           // [N, A]
+  auto pre = group == 1 ? keys + wq.unsqueeze(1)                   // [N, S, A]
+                        : (keys.unsqueeze(1) + wq.view({-1, group, 1, wq.size(1)})).flatten(0, 1);
   if (w_c_.defined()) pre = pre + coverage.unsqueeze(2) * w_c_;    // + w_c cov_{t,i}
   return torch::matmul(torch::tanh(pre), v_a_);                    // [B, S]
 }
@@ -97,10 +100,13 @@ AttentionMemory ScoredAttention::prepare(const torch::Tensor& memory, const torc
   return m;
 }
 
-torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys) {
+torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys, int64_t group) {
+  if (inference_products_apply(query, keys)) return inference_dot_scores(query, keys, group);
   // [B, S, D] * [B, 1, D] summed over D. Not bmm: LibTorch's CPU bmm (and its backward) loops
   // over the batch with one small GEMM per sentence, several times slower at these sizes.
-  return (keys * query.unsqueeze(1)).sum(2);
+  if (group == 1) return (keys * query.unsqueeze(1)).sum(2);
+  // [B, 1, S, D] * [B, G, 1, D] summed over D -> [B * G, S]
+  return (keys.unsqueeze(1) * query.view({-1, group, 1, query.size(1)})).sum(3).flatten(0, 1);
 }
 
 }  // namespace attnmt

@@ -33,9 +33,10 @@ class ScoreFunction {
 
   // memory [B, S, Dm] -> keys [B, S, K]; once per batch.
   torch::Tensor keys(const torch::Tensor& memory);
-  // query [B, Dq], keys [B, S, K], coverage [B, S] (only with coverage) -> e_t [B, S], unmasked.
+  // query [N, Dq], keys [N / group, S, K] (row n reads keys row n / group: AttentionMemory::group),
+  // coverage [N, S] (only with coverage) -> e_t [N, S], unmasked.
   torch::Tensor operator()(const torch::Tensor& query, const torch::Tensor& keys,
-                           const torch::Tensor& coverage = {});
+                           const torch::Tensor& coverage = {}, int64_t group = 1);
 
  private:
   ScoreKind kind_ = ScoreKind::kDot;
@@ -64,8 +65,9 @@ class ScoredAttention : public Attention {
   ScoreFunction score_;
 };
 
-// q_t against keys [B, S, D] -> [B, S]: sum_d keys[b, i, d] * query[b, d].
-torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys);
+// q_t against keys [N / group, S, D] -> [N, S]: sum_d keys[n / group, i, d] * query[n, d]. When
+// decoding on the CPU, a loop (inference_products.h).
+torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys, int64_t group = 1);
 
 // Size A of an additive (concat) tanh layer: model.attention.hidden_size, or the query size.
 int64_t additive_hidden_size(int64_t configured, int64_t query_size);

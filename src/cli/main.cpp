@@ -15,11 +15,8 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   using namespace attnmt;
-  tune_process();
   CLI::App app{"attnmt: RNN encoder-decoder NMT with pluggable attention"};
   app.set_version_flag("--version", std::string("attnmt ") + ATTNMT_VERSION);
   app.require_subcommand(1);
@@ -70,4 +67,11 @@ int main(int argc, char** argv) {
     return fail(message, 1);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  attnmt::tune_process();
+  attnmt::finish_process(run(argc, argv));
 }

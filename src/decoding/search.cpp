@@ -113,7 +113,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
     std::vector<int64_t> expand;
     for (int64_t b = 0; b < B; ++b)
       for (int64_t k = 0; k < K; ++k) expand.push_back(b);
-    state->index_select(index_tensor(expand, device));
+    state->expand_beams(index_tensor(expand, device), K);
   }
   // Per row: cumulative log-prob, tokens so far, attention so far, coverage (sum of attention).
   std::vector<double> scores(B * K, kNegInf);

@@ -17,6 +17,11 @@ class SearchState {
   // reordered, no sentence dropped): what depends on the source alone (the encoder's memory) is
   // then already in place and may be left as it is.
   virtual void reorder_beams(const torch::Tensor& index) { index_select(index); }
+  // Beam search's start: `index` [B * K] repeats each sentence's row K times (row b*K + k comes
+  // from row b). A state may keep what depends on the source alone once per sentence from then on;
+  // every later index_select then moves whole groups (rows a*K .. a*K + K-1 come from one
+  // sentence's rows), as beam search's do.
+  virtual void expand_beams(const torch::Tensor& index, int64_t beam_size) { index_select(index); }
 };
 
 struct StepResult {

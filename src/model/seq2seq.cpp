@@ -108,12 +108,27 @@ struct Seq2SeqSearchState : SearchState {
   AttentionMemory memory;
   DecoderStepState state;
   int64_t t = 0;
+  bool share_memory = false;  // the attention reads one memory row per sentence for its beams
   void index_select(const torch::Tensor& index) override {
-    memory = memory.index_select(index);
     state = state.index_select(index);
+    if (memory.group == 1) {
+      memory = memory.index_select(index);
+      return;
+    }
+    // Whole groups move (expand_beams): the first row of group a names its sentence.
+    TORCH_CHECK(index.size(0) % memory.group == 0, "search state: rows selected in part of a beam group");
+    memory = memory.index_select(index.slice(0, 0, index.size(0), memory.group).div(memory.group, "floor"));
   }
   // The memory is per source sentence (attention.h): rows a*K..a*K+K-1 stay sentence a's.
   void reorder_beams(const torch::Tensor& index) override { state = state.index_select(index); }
+  void expand_beams(const torch::Tensor& index, int64_t beam_size) override {
+    state = state.index_select(index);
+    if (share_memory) {
+      memory.group = beam_size;
+    } else {
+      memory = memory.index_select(index);
+    }
+  }
 };
 }  // namespace
 
@@ -134,6 +149,7 @@ std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, c
   auto s = std::make_unique<Seq2SeqSearchState>();
   s->memory = std::move(enc.memory);
   s->state = std::move(enc.state);
+  s->share_memory = model_->decoder()->attention().shares_memory_across_beams();
   return s;
 }
 

@@ -4,8 +4,12 @@
 #include <malloc.h>
 #include <strings.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string_view>
+
+#include <spdlog/spdlog.h>
 
 namespace attnmt {
 
@@ -65,6 +69,16 @@ void tune_process() {
 
 void share_one_malloc_arena() {
   if (!malloc_left_alone()) mallopt(M_ARENA_MAX, 1);
+}
+
+void finish_process(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  if (auto logger = spdlog::default_logger()) logger->flush();
+  std::fflush(nullptr);
+  const char* mode = std::getenv("ATTNMT_EXIT");
+  if (mode != nullptr && std::string_view(mode) == "normal") std::exit(code);
+  std::_Exit(code);
 }
 
 std::string blas_description() {

@@ -4,7 +4,9 @@
 
 #include <filesystem>
 
+#include "attention/inference_products.h"
 #include "attention/registry.h"
+#include "attention/score.h"
 #include "config/loader.h"
 #include "util/error.h"
 
@@ -240,6 +242,80 @@ TEST_CASE("every registered attention: per-step state follows the beams (index_s
       }
     }
   }
+}
+
+TEST_CASE("decoding's product loops equal the tensor expressions", "[attention]") {
+  // inference_products.h: scores and contexts for rows that read memory row n / group, against the
+  // same products in double on a memory expanded to one row per query row. D = 37 and 512
+  // exercise the loops' tail and their whole lanes.
+  torch::manual_seed(11);
+  for (int64_t D : {int64_t{37}, int64_t{512}}) {
+    for (int64_t group : {int64_t{1}, int64_t{4}}) {
+      INFO("D " << D << ", group " << group);
+      const int64_t B = 3, S = 7, N = B * group;
+      auto keys = torch::randn({B, S, D});
+      auto query = torch::randn({N, D});
+      auto weights = torch::rand({N, S});
+      auto rows = torch::arange(B).repeat_interleave(group);
+      auto expanded = keys.index_select(0, rows).to(torch::kDouble);
+      auto want_scores = (expanded * query.to(torch::kDouble).unsqueeze(1)).sum(2);
+      auto want_context = (weights.to(torch::kDouble).unsqueeze(2) * expanded).sum(1);
+      torch::InferenceMode inference;
+      REQUIRE(inference_products_apply(query, keys));
+      auto scores = inference_dot_scores(query, keys, group);
+      auto context = inference_weighted_sum(weights, keys, group);
+      REQUIRE(torch::allclose(scores.to(torch::kDouble), want_scores, 1e-5, 1e-4));
+      REQUIRE(torch::allclose(context.to(torch::kDouble), want_context, 1e-5, 1e-4));
+      // Non-contiguous operands are read as their values.
+      auto strided_query = torch::randn({D, N}).t();
+      REQUIRE(torch::allclose(inference_dot_scores(strided_query, keys, group),
+                              dot_scores(strided_query.contiguous(), keys.index_select(0, rows)), 1e-5, 1e-4));
+    }
+  }
+  // Where a gradient is wanted, or not in float, the tensor expressions run (autograd sees them).
+  auto q = torch::randn({2, 4}, torch::requires_grad());
+  REQUIRE_FALSE(inference_products_apply(q, torch::randn({2, 3, 4})));
+  REQUIRE_FALSE(inference_products_apply(torch::randn({2, 4}, torch::kDouble), torch::randn({2, 3, 4}, torch::kDouble)));
+}
+
+TEST_CASE("attention that shares the memory across beams equals K copies of it", "[attention]") {
+  // Beam search keeps one memory row per sentence for its K beams (AttentionMemory::group) where
+  // the variant allows it: weights, contexts and state must equal those over K copies, in float
+  // (decoding's loops) and in double (the tensor expressions).
+  constexpr int64_t K = 3;
+  int shared = 0;
+  for (const auto& config : all_configs()) {
+    for (auto dtype : {torch::kFloat, torch::kDouble}) {
+      auto f = make_fixture(config, dtype, 7);
+      if (!f.attention->shares_memory_across_beams()) continue;
+      INFO(label(config) << (dtype == torch::kFloat ? " float" : " double"));
+      ++shared;
+      torch::InferenceMode inference;
+      auto mem = f.attention->prepare(f.memory, f.mask);
+      auto rows = torch::arange(kB).repeat_interleave(K);
+      auto copies = mem.index_select(rows);
+      auto state_copies = f.attention->initial_state(mem).index_select(rows);
+      auto grouped = mem;
+      grouped.group = K;
+      auto state_grouped = f.attention->initial_state(mem).index_select(rows);
+      REQUIRE(torch::equal(grouped.row_mask(), copies.mask));
+      const double tol = dtype == torch::kFloat ? 1e-5 : 1e-12;
+      for (int64_t t = 0; t < 3; ++t) {
+        auto query = torch::randn({kB * K, kD}, torch::dtype(dtype));
+        auto want = f.attention->forward(query, copies, state_copies, t);
+        auto got = f.attention->forward(query, grouped, state_grouped, t);
+        REQUIRE(torch::allclose(got.weights, want.weights, tol, tol));
+        REQUIRE(torch::allclose(got.context, want.context, tol, tol));
+        state_copies = want.state;
+        state_grouped = got.state;
+      }
+      // Dropping a sentence keeps its group whole: memory row 2 for rows 6..8.
+      auto kept = grouped.index_select(torch::tensor({int64_t{2}, int64_t{0}}));
+      REQUIRE(kept.group == K);
+      REQUIRE(torch::equal(kept.values[0], mem.values[2]));
+    }
+  }
+  REQUIRE(shared >= 2 * 6);  // the global variants (dot, general, scaled dot, concat, bahdanau, +coverage)
 }
 
 TEST_CASE("every shipped config loads and builds its attention", "[attention][config]") {
