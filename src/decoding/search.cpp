@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "decoding/candidates.h"
+
 namespace attnmt {
 
 namespace {
@@ -63,8 +65,9 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
   auto prev = torch::full({B}, model.bos_id(), torch::dtype(torch::kLong).device(device));
   for (int64_t t = 0; !active.empty(); ++t) {
     auto r = model.step(prev, *state, options.return_attention);
-    auto [best_lp, best_tok] = r.log_probs.max(-1);
-    auto lp = best_lp.to(torch::kCPU, torch::kDouble).contiguous();
+    auto [best_logit, best_tok] = r.logits.max(-1);
+    auto best = best_logit.to(torch::kCPU, torch::kDouble).contiguous();
+    const auto log_z = log_normalizers(r.logits);
     auto tok = to_vector(best_tok);
     torch::Tensor att = options.return_attention ? r.attention.to(torch::kCPU, torch::kFloat).contiguous()
                                                  : torch::Tensor();
@@ -72,7 +75,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
     for (size_t row = 0; row < active.size(); ++row) {
       const int64_t b = active[row];
       auto& h = hyps[b];
-      h.log_prob += lp.data_ptr<double>()[row];
+      h.log_prob += best.data_ptr<double>()[row] - log_z[row];
       if (att.defined()) h.attention.push_back(attention_row(att, row, src_len[b]));
       const bool eos = tok[row] == model.eos_id();
       if (!eos) h.tokens.push_back(tok[row]);
@@ -127,15 +130,11 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
   for (int64_t t = 0; !active.empty(); ++t) {
     const int64_t A = static_cast<int64_t>(active.size());
     auto r = model.step(prev, *state, want_att);
-    const int64_t V = r.log_probs.size(1);
-    auto base = torch::tensor(scores, torch::kDouble).to(device, r.log_probs.scalar_type()).unsqueeze(1);
-    auto cand = r.log_probs.add_(base).view({A, K * V});  // in place: a [rows, V] block less per step
-    auto [top_scores, top_ids] = cand.topk(std::min<int64_t>(2 * K, K * V), 1);
-    auto ts = top_scores.to(torch::kCPU, torch::kDouble).contiguous();
-    auto ti = top_ids.to(torch::kCPU, torch::kLong).contiguous();
-    const int64_t C = ts.size(1);
-    const double* tsp = ts.data_ptr<double>();
-    const int64_t* tip = ti.data_ptr<int64_t>();
+    const int64_t V = r.logits.size(1);
+    const auto candidates = best_candidates(r.logits, scores, K, std::min<int64_t>(2 * K, K * V));
+    const int64_t C = candidates.per_sentence;
+    const double* tsp = candidates.scores.data();
+    const int64_t* tip = candidates.ids.data();
     torch::Tensor att;
     if (want_att) {
       att = r.attention.to(torch::kCPU, torch::kFloat).contiguous();

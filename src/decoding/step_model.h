@@ -25,7 +25,7 @@ class SearchState {
 };
 
 struct StepResult {
-  torch::Tensor log_probs;  // [N, V]; search may overwrite it in place
+  torch::Tensor logits;     // [N, V], unnormalised: search takes log_softmax of them (candidates.h)
   torch::Tensor attention;  // [N, S] weights of this step (undefined if not requested)
 };
 

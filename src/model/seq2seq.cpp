@@ -166,7 +166,7 @@ StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState&
   } else {
     logits = model_->step(prev_tokens, s.memory, s.state, s.t, attention);
   }
-  r.log_probs = at::_log_softmax_out(logits, logits, -1, false);  // in place: no fresh [N, V] block per step
+  r.logits = std::move(logits);
   ++s.t;
   return r;
 }

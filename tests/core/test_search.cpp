@@ -3,9 +3,11 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "attention/registry.h"
+#include "decoding/candidates.h"
 #include "decoding/search.h"
 #include "model/seq2seq.h"
 
@@ -42,7 +44,7 @@ class BigramModel : public StepModel {
       }
     }
     StepResult r;
-    r.log_probs = lp.to(torch::kFloat);
+    r.logits = lp.to(torch::kFloat);
     if (want_attention) r.attention = torch::full({N, 2}, 0.5);
     return r;
   }
@@ -117,6 +119,44 @@ TEST_CASE("hypotheses stop at the maximum length", "[search]") {
     REQUIRE(out[0][0].tokens.size() == 8);
     REQUIRE_FALSE(out[0][0].finished);
   }
+}
+
+TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk", "[search]") {
+  // candidates.h against the tensor expressions in double: V = 1003 leaves a partial block of 64
+  // and a partial SIMD lane; one sentence has dead beams (running score -inf) and one a
+  // +-1e3 spread so that the block test skips most blocks.
+  torch::manual_seed(5);
+  const int64_t A = 4, K = 3, V = 1003, C = 2 * K;
+  auto logits = torch::randn({A * K, V}) * 4;
+  logits[7] *= 250;
+  std::vector<double> base(A * K);
+  for (int64_t r = 0; r < A * K; ++r) base[r] = -0.5 * static_cast<double>(r % K) - static_cast<double>(r / K);
+  base[4] = base[5] = -std::numeric_limits<double>::infinity();  // sentence 1: beam 0 alone
+  auto lp = logits.to(torch::kDouble).log_softmax(-1);
+  auto z = log_normalizers(logits);
+  for (int64_t r = 0; r < A * K; ++r) {
+    REQUIRE(z[r] == Approx(logits[r].to(torch::kDouble).logsumexp(0).item<double>()).epsilon(1e-6));
+  }
+  auto cand_ref = (lp + torch::tensor(base, torch::kDouble).unsqueeze(1)).view({A, K * V});
+  auto [ref_scores, ref_ids] = cand_ref.topk(C, 1);
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {  // float: the loops; double: the tensor expressions
+    INFO(dtype);
+    auto got = best_candidates(logits.to(dtype), base, K, C);
+    REQUIRE(got.per_sentence == C);
+    for (int64_t a = 0; a < A; ++a) {
+      for (int64_t j = 0; j < C; ++j) {
+        INFO("sentence " << a << ", candidate " << j);
+        REQUIRE(got.ids[a * C + j] == ref_ids[a][j].item<int64_t>());
+        REQUIRE(got.scores[a * C + j] == Approx(ref_scores[a][j].item<double>()).margin(1e-4));
+        if (a == 1) REQUIRE(got.ids[a * C + j] < V);  // only beam 0 is alive
+      }
+    }
+  }
+  // Fewer candidates than asked (every beam dead but one, V = 2): padded with -inf.
+  auto small = best_candidates(torch::zeros({2, 2}), {0.0, -std::numeric_limits<double>::infinity()}, 2, 4);
+  REQUIRE(small.scores[1] == Approx(std::log(0.5)));
+  REQUIRE(std::isinf(small.scores[2]));
+  REQUIRE(std::isinf(small.scores[3]));
 }
 
 TEST_CASE("beam size 1 equals greedy on a real (random) model", "[search]") {
@@ -257,7 +297,7 @@ TEST_CASE("decode.precision bf16: the products in bfloat16 stay close to fp32", 
     auto s32 = fp32.start(src, len), s16 = bf16.start(src, len);
     auto prev = torch::full({3}, vocab.bos_id, torch::kLong);
     for (int t = 0; t < 3; ++t) {
-      auto a = fp32.step(prev, *s32, false).log_probs, b = bf16.step(prev, *s16, false).log_probs;
+      auto a = fp32.step(prev, *s32, false).logits, b = bf16.step(prev, *s16, false).logits;
       REQUIRE_FALSE(torch::equal(a, b));  // it does run in bfloat16
       // bfloat16 keeps 8 significant bits: logits of size ~1 are off by ~1e-2 at most.
       REQUIRE((a - b).abs().max().item<double>() < 0.05);

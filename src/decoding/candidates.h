@@ -1,0 +1,33 @@
+// What search takes from a step's logits: log-normalisers for greedy search, and beam search's
+// best candidates per sentence. The step model returns logits (step_model.h); log_softmax is
+// never written out.
+//
+// Beam search's step was: log_softmax over [N, V] in place, add each row's running score, then
+// topk over each sentence's [K * V] (a copy of every value and index, then a partial sort). In a
+// LibTorch profile of beam 5 over 300 sentences (1 worker) those were 330 ms of the operators'
+// 910 ms. Here, on the CPU in float: one pass per row for max and sum of exp (log Z), then one
+// pass that compares blocks of 64 logits, by their maximum, against the C-th best so far and
+// looks inside a block only when it could enter. Elsewhere (other devices and types) the tensor
+// expressions run.
+#pragma once
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace attnmt {
+
+// log Z per row of logits [N, V]: log_softmax(logits)[n, v] = logits[n, v] - log Z[n]. [N] double, CPU.
+std::vector<double> log_normalizers(const torch::Tensor& logits);
+
+struct Candidates {
+  int64_t per_sentence = 0;    // C
+  std::vector<double> scores;  // [A * C], best first within each sentence
+  std::vector<int64_t> ids;    // [A * C]: k * V + v, beam k of the sentence, word v
+};
+
+// For each sentence a (rows a*K .. a*K + K-1 of logits [A * K, V]) the C best of
+// base[row] + log_softmax(logits)[row, v] over its K rows and V words. Rows whose base is -inf
+// (dead beams) give no candidate; fewer than C candidates are padded with -inf.
+Candidates best_candidates(const torch::Tensor& logits, const std::vector<double>& base, int64_t K, int64_t C);
+
+}  // namespace attnmt
