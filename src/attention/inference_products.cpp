@@ -52,11 +52,23 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void context_rows(
 // Rows per task: enough that a task is worth a thread (~32k multiply-adds, ATen's grain).
 int64_t grain(int64_t per_row) { return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, per_row)); }
 
-void check_shapes(const torch::Tensor& rows, const torch::Tensor& memory, int64_t group, int64_t row_width,
-                  int64_t memory_dim, const char* what) {
-  TORCH_CHECK(group >= 1 && memory.size(0) * group == rows.size(0), what, ": ", rows.size(0), " rows for ",
-              memory.size(0), " memory rows in groups of ", group);
-  TORCH_CHECK(rows.size(1) == row_width && memory.size(memory_dim) == row_width, what, ": sizes do not match");
+using RowsKernel = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t);
+
+// rows [N, W] against memory [N / group, S, D] -> [N, S] (scores: W = D) or [N, D] (contexts:
+// W = S), the kernel run over slices of the rows in parallel.
+torch::Tensor over_rows(const torch::Tensor& rows_in, const torch::Tensor& memory_in, int64_t group, bool scores,
+                        RowsKernel kernel, const char* what) {
+  const auto rows = rows_in.contiguous(), memory = memory_in.contiguous();
+  const int64_t N = rows.size(0), S = memory.size(1), D = memory.size(2);
+  TORCH_CHECK(group >= 1 && memory.size(0) * group == N, what, ": ", N, " rows for ", memory.size(0),
+              " memory rows in groups of ", group);
+  TORCH_CHECK(rows.size(1) == (scores ? D : S), what, ": sizes do not match");
+  auto out = torch::empty({N, scores ? S : D}, rows.options());
+  const float* r = rows.data_ptr<float>();
+  const float* m = memory.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  at::parallel_for(0, N, grain(S * D), [&](int64_t b, int64_t e) { kernel(r, m, o, b, e, S, D, group); });
+  return out;
 }
 
 }  // namespace
@@ -68,28 +80,12 @@ bool inference_products_apply(const torch::Tensor& rows, const torch::Tensor& me
   return !(torch::GradMode::is_enabled() && (rows.requires_grad() || memory.requires_grad()));
 }
 
-torch::Tensor inference_dot_scores(const torch::Tensor& query_in, const torch::Tensor& keys_in, int64_t group) {
-  const auto query = query_in.contiguous(), keys = keys_in.contiguous();
-  const int64_t N = query.size(0), S = keys.size(1), D = keys.size(2);
-  check_shapes(query, keys, group, D, 2, "inference_dot_scores");
-  auto out = torch::empty({N, S}, query.options());
-  const float* q = query.data_ptr<float>();
-  const float* k = keys.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-  at::parallel_for(0, N, grain(S * D), [&](int64_t b, int64_t e) { dot_rows(q, k, o, b, e, S, D, group); });
-  return out;
+torch::Tensor inference_dot_scores(const torch::Tensor& query, const torch::Tensor& keys, int64_t group) {
+  return over_rows(query, keys, group, /*scores=*/true, dot_rows, "inference_dot_scores");
 }
 
-torch::Tensor inference_weighted_sum(const torch::Tensor& weights_in, const torch::Tensor& values_in, int64_t group) {
-  const auto weights = weights_in.contiguous(), values = values_in.contiguous();
-  const int64_t N = weights.size(0), S = values.size(1), D = values.size(2);
-  check_shapes(weights, values, group, S, 1, "inference_weighted_sum");
-  auto out = torch::empty({N, D}, values.options());
-  const float* w = weights.data_ptr<float>();
-  const float* v = values.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-  at::parallel_for(0, N, grain(S * D), [&](int64_t b, int64_t e) { context_rows(w, v, o, b, e, S, D, group); });
-  return out;
+torch::Tensor inference_weighted_sum(const torch::Tensor& weights, const torch::Tensor& values, int64_t group) {
+  return over_rows(weights, values, group, /*scores=*/false, context_rows, "inference_weighted_sum");
 }
 
 }  // namespace attnmt
