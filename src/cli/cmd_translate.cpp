@@ -47,10 +47,10 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
   cmd->add_option("--workers", o->workers,
                   "Batches decoded at once, a thread each (default: decode.workers; 0 = one per thread on CPU)");
-  cmd->add_option("--precision", o->precision, "fp32 | bf16: the decoder step's products in bfloat16 (default: decode.precision)")
+  cmd->add_option("--precision", o->precision, "fp32 | bf16: the encoder's and decoder step's products in bfloat16 (default: decode.precision)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--packed-weights", o->packed_weights,
-                  "true | false: the decoder step's products on weights packed for oneDNN (default: decode.packed_weights)");
+                  "true | false: the encoder's and decoder step's products on weights packed for oneDNN (default: decode.packed_weights)");
   cmd->add_option("--gemm", o->gemm, "auto | onednn | blas: what runs fp32 matrix products (default: config 'gemm')")
       ->check(CLI::IsMember({"auto", "onednn", "blas"}));
   cmd->add_option("--stats", o->stats,

@@ -49,9 +49,10 @@ int64_t Seq2SeqImpl::parameter_count() const {
   return n;
 }
 
-Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths) {
+Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths,
+                                          const PackedSeq2Seq* packed) {
   auto embedded = stream_dropout(src_embed_(src), config_.encoder.dropout, is_training());  // [B, S, E]
-  auto encoded = encoder_(embedded, lengths);
+  auto encoded = encoder_->forward(embedded, lengths, packed ? &packed->encoder : nullptr);
   Encoded out;
   out.memory = decoder_->attention().prepare(encoded.states, encoded.mask);
   out.state = decoder_->initial_state(encoded, out.memory);
@@ -100,7 +101,7 @@ torch::Tensor Seq2SeqImpl::step_hidden(const torch::Tensor& prev, const Attentio
 }
 
 PackedSeq2Seq Seq2SeqImpl::pack(bool bf16) const {
-  return {decoder_->pack(bf16), PackedLinear(out_weight_, out_bias_, bf16)};
+  return {encoder_->pack(bf16), decoder_->pack(bf16), PackedLinear(out_weight_, out_bias_, bf16)};
 }
 
 namespace {
@@ -145,7 +146,7 @@ Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, 
 }
 
 std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, const torch::Tensor& lengths) {
-  auto enc = model_->encode(src, lengths);
+  auto enc = model_->encode(src, lengths, packed_.get());
   auto s = std::make_unique<Seq2SeqSearchState>();
   s->memory = std::move(enc.memory);
   s->state = std::move(enc.state);

@@ -21,8 +21,10 @@ struct VocabSizes {
   int64_t eos_id = 3;
 };
 
-// The decoder step's and output layer's weights packed for decoding (runtime/packed_linear.h).
+// The encoder's, decoder step's and output layer's weights packed for decoding
+// (runtime/packed_linear.h).
 struct PackedSeq2Seq {
+  PackedEncoder encoder;
   PackedDecoder decoder;
   PackedLinear output;
 };
@@ -35,8 +37,8 @@ class Seq2SeqImpl : public torch::nn::Module {
     AttentionMemory memory;
     DecoderStepState state;
   };
-  // src [B, S] int64 (padded with pad_id), lengths [B] int64.
-  Encoded encode(const torch::Tensor& src, const torch::Tensor& lengths);
+  // src [B, S] int64 (padded with pad_id), lengths [B] int64. packed: pack()'s weights (decoding).
+  Encoded encode(const torch::Tensor& src, const torch::Tensor& lengths, const PackedSeq2Seq* packed = nullptr);
 
   // Teacher forcing. tgt_in [B, T] = bos y_1 .. y_{T-1}. Returns logits [B, T, V];
   // attention (if not null) receives [B, T, S].
@@ -55,7 +57,7 @@ class Seq2SeqImpl : public torch::nn::Module {
   // step() without the output layer: h~ [N, H]. packed: pack()'s weights for the products.
   torch::Tensor step_hidden(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
                             int64_t t, torch::Tensor* attention, const PackedSeq2Seq* packed = nullptr);
-  // The current decoder and output weights, packed for decoding (bf16: products in bfloat16).
+  // The current encoder, decoder and output weights, packed for decoding (bf16: products in bfloat16).
   PackedSeq2Seq pack(bool bf16) const;
 
   Decoder& decoder() { return decoder_; }
@@ -78,8 +80,9 @@ TORCH_MODULE(Seq2Seq);
 class Seq2SeqStepModel : public StepModel {
  public:
   // The model's weights as they are now serve every step (build a new one after they change).
-  // packed_weights (decode.packed_weights; CPU with oneDNN only, else ignored): the decoder
-  // step's products and the output layer run on weights packed here (runtime/packed_linear.h).
+  // packed_weights (decode.packed_weights; CPU with oneDNN only, else ignored): an LSTM encoder's,
+  // the decoder step's and the output layer's products run on weights packed here
+  // (runtime/packed_linear.h).
   // precision (decode.precision): fp32, or bf16 = those products in bfloat16 (fp32 accumulation);
   // without packed weights, bf16 is the output layer's product alone, from a bfloat16 copy of its
   // weight (LibTorch, oneDNN). The softmax is fp32 either way. CPU only (else fp32).
