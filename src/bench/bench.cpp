@@ -1,8 +1,5 @@
 #include "bench/bench.h"
 
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <unistd.h>
@@ -26,6 +23,7 @@
 #include "util/error.h"
 #include "util/runtime.h"
 #include "util/logging.h"
+#include "util/process.h"
 #include "util/text_io.h"
 
 namespace attnmt {
@@ -50,55 +48,20 @@ Stats stats_of(std::vector<double> v) {
 
 json to_json(const Stats& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
 
-std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw RuntimeError("bench: cannot find this program's path (/proc/self/exe)");
-  return p.string();
-}
-
-struct ChildResult {
-  double seconds = 0;     // spawn to exit
-  double peak_rss_mib = 0;
-};
-
-// Runs this program with `args`, stdout and stderr to `log`; throws with the log's last line
-// when it fails.
-ChildResult run_child(const std::vector<std::string>& args, const std::string& log) {
-  static const std::string exe = self_exe();
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(exe.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const auto start = Clock::now();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw RuntimeError("bench: fork failed");
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
-    }
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  struct rusage usage {};
-  while (::wait4(pid, &status, 0, &usage) < 0) {
-    if (errno != EINTR) throw RuntimeError("bench: wait for the child failed");
-  }
-  ChildResult r;
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  r.peak_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+// Runs this program with `args`, stdout and stderr to `log` (util/process.h: the child's own peak
+// RSS); throws with the log's last line when it fails.
+ChildResult run_attnmt(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv{self_executable()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto r = run_child(argv, log);
+  if (r.exit_code != 0) {
     std::string last;
     for (const auto& line : read_lines(log)) {
       if (!line.empty()) last = line;
     }
     throw RuntimeError("bench: '" + args.front() + "' failed (" +
-                       (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                          : "signal " + std::to_string(WTERMSIG(status))) +
+                       (r.exit_code > 128 ? "signal " + std::to_string(r.exit_code - 128)
+                                          : "exit " + std::to_string(r.exit_code)) +
                        "; log " + log + "): " + last);
   }
   return r;
@@ -227,7 +190,7 @@ json run_bench(const BenchOptions& o) {
       if (o.train) {
         const int steps = o.window_steps * (o.repeats + 1);
         spdlog::info("[bench] {}: training {} updates at {} thread(s)", name, steps, threads);
-        auto child = run_child({"train", config_path, "--threads", std::to_string(threads), "--set",
+        auto child = run_attnmt({"train", config_path, "--threads", std::to_string(threads), "--set",
                                 "train.save_dir=" + dir, "--set", "train.max_steps=" + std::to_string(steps), "--set",
                                 "train.report_every=" + std::to_string(o.window_steps), "--set",
                                 "train.valid_every=1000000000", "--set", "train.max_minutes=0", "--set",
@@ -296,7 +259,7 @@ json run_bench(const BenchOptions& o) {
             spdlog::info("[bench] {}: decoding ({}, beam {}, batch {}) at {} thread(s), run {}/{}", name, mode.name,
                          mode.beam, mode.batch, threads, r + 1, o.repeats);
             const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
-            auto child = run_child({"translate", "--model", model_dir, "--input", src, "--output", hyp,
+            auto child = run_attnmt({"translate", "--model", model_dir, "--input", src, "--output", hyp,
                                     "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
                                     "--threads", std::to_string(threads), "--precision", cfg.decode.precision,
                                     "--packed-weights", cfg.decode.packed_weights ? "true" : "false",

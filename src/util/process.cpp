@@ -6,9 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "util/error.h"
 
@@ -23,7 +28,44 @@ std::string self_executable() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
+long peak_rss_kib_of_self() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
+  }
+  return -1;
+}
+
+void report_peak_rss_if_asked() {
+  const char* path = std::getenv(kPeakRssFileVariable);
+  if (path == nullptr || *path == '\0') return;
+  const long kib = peak_rss_kib_of_self();
+  if (kib <= 0) return;
+  if (FILE* f = std::fopen(path, "w")) {
+    std::fprintf(f, "%ld\n", kib);
+    std::fclose(f);
+  }
+}
+
 ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path) {
+  // The child's environment: ours, and where it writes its peak RSS.
+  static std::atomic<int> serial{0};
+  const std::string rss_file =
+      (std::filesystem::temp_directory_path() /
+       ("attnmt_rss." + std::to_string(::getpid()) + "." + std::to_string(serial++)))
+          .string();
+  const std::string prefix = std::string(kPeakRssFileVariable) + "=";
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env_text.emplace_back(*e);
+  }
+  env_text.push_back(prefix + rss_file);
+  std::vector<char*> env;
+  for (auto& e : env_text) env.push_back(e.data());
+  env.push_back(nullptr);
+  std::remove(rss_file.c_str());
+
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -36,7 +78,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& o
   }
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw RuntimeError("cannot start '" + argv[0] + "': " + std::strerror(rc));
   int status = 0;
@@ -47,7 +89,15 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& o
   ChildResult r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.peak_rss_mib = usage.ru_maxrss / 1024.0;  // Linux: KiB
+  r.peak_rss_mib = usage.ru_maxrss / 1024.0;  // Linux: KiB; at least the parent's peak (see process.h)
+  std::ifstream reported(rss_file);
+  long kib = 0;
+  if (reported >> kib && kib > 0) {
+    r.peak_rss_mib = static_cast<double>(kib) / 1024.0;
+    r.rss_from_child = true;
+  }
+  reported.close();
+  std::remove(rss_file.c_str());
   return r;
 }
 

@@ -1,6 +1,13 @@
 // Running this program (or another one) as a child process and measuring it: wall time and the
-// child's peak resident memory (getrusage's ru_maxrss through wait4), which is what `compare`
-// reports for decoding: a process of its own, so the figure is the decoder's and nothing else's.
+// child's peak resident memory, which is what `compare` and `bench` report for decoding and
+// training: a process of its own, so the figure is the decoder's and nothing else's.
+//
+// The peak is the child's own VmHWM (/proc/self/status), which attnmt writes when it exits to the
+// file named by ATTNMT_PEAK_RSS_FILE (run_child sets it). wait4's ru_maxrss is not used when that
+// file is there: Linux counts into a child's ru_maxrss the peak of the memory image it replaced at
+// exec, and with posix_spawn (vfork) that image is the parent's, so every child of a large parent
+// "peaked" at least at the parent's size (compare's children all read 502 MiB once the compare
+// process itself had grown to that).
 #pragma once
 #include <string>
 #include <vector>
@@ -10,8 +17,19 @@ namespace attnmt {
 struct ChildResult {
   int exit_code = 0;        // or 128 + signal
   double seconds = 0;       // wall time
-  double peak_rss_mib = 0;  // ru_maxrss of the child
+  double peak_rss_mib = 0;  // the child's own peak RSS (see above); else wait4's ru_maxrss
+  bool rss_from_child = false;  // whether the child reported its peak itself
 };
+
+// The variable that asks attnmt to write its peak RSS (KiB, one number) to a file when it exits.
+inline constexpr const char* kPeakRssFileVariable = "ATTNMT_PEAK_RSS_FILE";
+
+// This process's peak resident memory since its exec (VmHWM), KiB; -1 where /proc has no figure.
+long peak_rss_kib_of_self();
+
+// Writes peak_rss_kib_of_self() to the file ATTNMT_PEAK_RSS_FILE names, if set (finish_process
+// calls it, so every attnmt command reports its peak to a run_child parent).
+void report_peak_rss_if_asked();
 
 // This program's own path (/proc/self/exe); RuntimeError if it cannot be found.
 std::string self_executable();

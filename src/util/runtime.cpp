@@ -1,4 +1,5 @@
 #include "util/runtime.h"
+#include "util/process.h"
 
 #include <dlfcn.h>
 #include <malloc.h>
@@ -72,6 +73,7 @@ void share_one_malloc_arena() {
 }
 
 void finish_process(int code) {
+  report_peak_rss_if_asked();  // util/process.h: to a run_child parent
   std::cout.flush();
   std::cerr.flush();
   if (auto logger = spdlog::default_logger()) logger->flush();

@@ -32,7 +32,8 @@ void share_one_malloc_arena();
 // deregister its thousands of operators one by one: ~0.1 s of a one-sentence `translate` that
 // takes ~1.1 s in all (measured here), and of every other command. Files attnmt writes are closed
 // (and renamed into place) by then. ATTNMT_EXIT=normal returns from main() instead (for leak
-// checkers).
+// checkers). First, when a run_child parent asked for it, the peak RSS goes to its file
+// (util/process.h).
 [[noreturn]] void finish_process(int code);
 
 // "OpenBLAS SkylakeX (switched from Haswell)", "OpenBLAS Haswell", or "not OpenBLAS".

@@ -10,6 +10,7 @@
 #include "program.h"
 #include "report/heatmap.h"
 #include "report/report.h"
+#include "util/process.h"
 #include "util/text_io.h"
 
 using namespace attnmt::test;
@@ -262,5 +263,30 @@ TEST_CASE("compare report in a real browser: table, sorting, one heatmap per var
   const auto png = attnmt::read_file((dir / "shot.png").string());
   CHECK(png.substr(1, 3) == "PNG");
   CHECK(png.size() > 10000);  // not a blank page
+  fs::remove_all(dir);
+}
+
+TEST_CASE("run_child: the child's own peak RSS, not its parent's", "[compare]") {
+  // A parent far larger than its child: 600 MiB written. Through posix_spawn, Linux counts the
+  // parent's peak into the child's ru_maxrss (util/process.h); the child's own VmHWM is ~160 MiB
+  // for `attnmt --version` (LibTorch's libraries).
+  std::vector<char> ballast(600u << 20, 1);
+  const auto dir = fs::temp_directory_path() / ("attnmt_rss_test." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto r = attnmt::run_child({ATTNMT_BINARY, "--version"}, (dir / "out.txt").string());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.rss_from_child);
+  CHECK(r.peak_rss_mib > 20);
+  CHECK(r.peak_rss_mib < 450);
+  CHECK(ballast[ballast.size() / 2] == 1);
+  // A child that is not attnmt reports nothing: wait4's figure stands.
+  const auto other = attnmt::run_child({"/bin/true"});
+  CHECK(other.exit_code == 0);
+  CHECK_FALSE(other.rss_from_child);
+  CHECK(other.peak_rss_mib > 0);
+  // No report file is left behind.
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path())) {
+    CHECK(e.path().filename().string().rfind("attnmt_rss." + std::to_string(::getpid()) + ".", 0) != 0);
+  }
   fs::remove_all(dir);
 }
