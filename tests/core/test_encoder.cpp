@@ -29,24 +29,31 @@ torch::Tensor reference_states(Encoder& encoder, const torch::Tensor& x, int64_t
   return in.squeeze(0);
 }
 
-}  // namespace
-
-TEST_CASE("encoder: a padded batch equals each sentence encoded alone (padding never reaches a real position)",
-          "[model]") {
-  torch::manual_seed(7);
+// A 2-layer bidirectional encoder (12 per direction) over 10-wide embeddings, in eval mode.
+Encoder small_encoder(uint64_t seed, const std::string& rnn = "lstm") {
+  torch::manual_seed(seed);
   EncoderConfig config;
+  config.rnn = rnn;
   config.layers = 2;
   config.hidden_size = 12;
   config.dropout = 0.0;
   Encoder encoder(config, 10);
   encoder->eval();
+  return encoder;
+}
+
+}  // namespace
+
+TEST_CASE("encoder: a padded batch equals each sentence encoded alone (padding never reaches a real position)",
+          "[model]") {
+  auto encoder = small_encoder(7);
   const std::vector<int64_t> lengths{5, 3, 1};
   auto embedded = torch::randn({3, 5, 10});
   auto out = encoder->forward(embedded, torch::tensor(lengths));
   REQUIRE(out.states.sizes() == torch::IntArrayRef({3, 5, 24}));
   for (int64_t b = 0; b < 3; ++b) {
     const int64_t L = lengths[static_cast<size_t>(b)];
-    auto expected = reference_states(encoder, embedded[b].narrow(0, 0, L), config.layers);
+    auto expected = reference_states(encoder, embedded[b].narrow(0, 0, L), 2);
     INFO("sentence " << b);
     CHECK(torch::allclose(out.states[b].narrow(0, 0, L), expected, 1e-5, 1e-6));
     // final_h: forward's last real token, backward's first token, of the top layer
@@ -56,13 +63,7 @@ TEST_CASE("encoder: a padded batch equals each sentence encoded alone (padding n
 }
 
 TEST_CASE("encoder on packed weights (decoding) equals its LibTorch LSTMs", "[model][packed]") {
-  torch::manual_seed(11);
-  EncoderConfig config;
-  config.layers = 2;
-  config.hidden_size = 12;
-  config.dropout = 0.0;
-  Encoder encoder(config, 10);
-  encoder->eval();
+  auto encoder = small_encoder(11);
   torch::NoGradGuard no_grad;
   const auto lengths = torch::tensor({7, 3, 1, 5}, torch::kLong);
   auto embedded = torch::randn({4, 7, 10});
@@ -83,9 +84,7 @@ TEST_CASE("encoder on packed weights (decoding) equals its LibTorch LSTMs", "[mo
   if (bf16.ih[0].packed()) CHECK(diff > 0);  // it does run in bfloat16
 
   // A GRU encoder has nothing to pack and runs as before.
-  config.rnn = "gru";
-  Encoder gru(config, 10);
-  gru->eval();
+  auto gru = small_encoder(12, "gru");
   REQUIRE(gru->pack(false).ih.empty());
   const auto none = gru->pack(false);
   CHECK(torch::equal(gru->forward(embedded, lengths).states, gru->forward(embedded, lengths, &none).states));
