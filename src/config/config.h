@@ -100,7 +100,7 @@ struct DecodeConfig {
   double max_length_ratio = 2.0;  // hypotheses stop at ratio * source length + 5 tokens
   int batch_size = 64;            // sentences decoded together
   int workers = 0;                // batches decoded at once, a thread each (0 = one per thread on CPU)
-  std::string precision = "fp32";  // fp32 | bf16 (the decoder step's products in bfloat16 on a CPU)
+  std::string precision = "fp32";  // fp32 | bf16 (the encoder's and decoder step's products in bfloat16 on a CPU)
   bool packed_weights = true;      // CPU: the LSTM encoder's and decoder step's weights packed once for oneDNN (runtime/packed_linear.h)
   int n_best = 1;                 // hypotheses written per input line
 };

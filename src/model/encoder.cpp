@@ -74,10 +74,10 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
   torch::Tensor final_fwd, final_bwd;
   for (int64_t l = 0; l < config_.layers; ++l) {
     const size_t base = static_cast<size_t>(l) * (bi ? 2 : 1);
-    auto fwd = run(base, x, packed);                                              // [B, S, H]
+    auto fwd = run(base, x, packed);                                      // [B, S, H]
     final_fwd = fwd.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
     if (bi) {
-      auto bwd_reversed = run(base + 1, flip(x), packed);                         // [B, S, H]
+      auto bwd_reversed = run(base + 1, flip(x), packed);                 // [B, S, H]
       final_bwd = bwd_reversed.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
       x = torch::cat({fwd, flip(bwd_reversed)}, 2);                       // [B, S, 2H]
     } else {
