@@ -6,7 +6,7 @@
 //      config's stop criteria: train.max_steps / max_epochs / max_minutes / patience);
 //   2. translate the test set in a child `attnmt translate` with the config's decode.* (beam
 //      included): decode sentences/s = sentences / search time (the child's own clock, model
-//      loading excluded); peak RSS = the child's ru_maxrss;
+//      loading excluded); peak RSS = the child's own (util/process.h);
 //   3. BLEU and chrF of that output; valid perplexity on data.valid; the attention of the first
 //      `samples` test sentences (heatmaps); with gold alignments, AER of force-decoded
 //      references (one link per target word at the attention argmax).

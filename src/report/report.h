@@ -27,7 +27,7 @@ struct VariantRow {
   double decode_sentences_per_sec = kMissing;                      // `attnmt translate` child: search time only
   double decode_seconds = kMissing;                                // its search time (model loading not included)
   double decode_process_seconds = kMissing;                        // the whole child process
-  double peak_rss_mib = kMissing;                                  // the child's ru_maxrss
+  double peak_rss_mib = kMissing;                                  // the child's own peak RSS (util/process.h)
   double aer = kMissing, precision = kMissing, recall = kMissing;  // 0..1, when gold is given
   int64_t steps = 0;                                               // from log.jsonl
   double train_minutes = kMissing;  // from log.jsonl (training wall time, validation included)
