@@ -7,6 +7,7 @@
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/runtime.h"
+#include "util/signals.h"
 
 namespace {
 
@@ -72,6 +73,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  attnmt::take_stop_signals_on_own_thread();  // before any other thread starts
   attnmt::tune_process();
   attnmt::finish_process(run(argc, argv));
 }

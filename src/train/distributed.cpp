@@ -15,6 +15,7 @@
 
 #include "util/error.h"
 #include "util/logging.h"
+#include "util/signals.h"
 
 #ifdef ATTNMT_WITH_C10D
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -322,9 +323,6 @@ void Distributed::barrier() {}
 
 namespace {
 
-std::atomic<int> g_forward_signal{0};
-extern "C" void on_launcher_signal(int sig) { g_forward_signal.store(sig); }
-
 int free_local_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw RuntimeError(std::string("--nproc: cannot open a socket: ") + std::strerror(errno));
@@ -361,22 +359,14 @@ void launch_local_workers(int nproc, const std::vector<std::string>& worker_args
   exe[n] = '\0';
   const std::string port = std::to_string(free_local_port());
 
-  struct sigaction sa {};
-  sa.sa_handler = on_launcher_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: waitpid returns EINTR so the signal is forwarded at once
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  g_forward_signal = 0;
+  StopSignals stop_signals;  // SIGINT / SIGTERM are forwarded to the ranks (polled below); the
+                            // ranks, forked, start with them unblocked (util/signals.h)
 
   std::vector<pid_t> pids(static_cast<size_t>(nproc), -1);
   for (int r = 0; r < nproc; ++r) {
     const pid_t pid = ::fork();
     if (pid < 0) throw RuntimeError(std::string("--nproc: fork failed: ") + std::strerror(errno));
     if (pid == 0) {
-      sigaction(SIGINT, &old_int, nullptr);
-      sigaction(SIGTERM, &old_term, nullptr);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
@@ -413,16 +403,18 @@ void launch_local_workers(int nproc, const std::vector<std::string>& worker_args
   std::string failure;
   int exit_code = 0;
   Clock::time_point term_at = Clock::time_point::max(), kill_at = Clock::time_point::max();
+  // Polled every 20 ms: a signal for the ranks arrives through stop_signals, not by interrupting
+  // waitpid (no thread is interrupted by SIGINT/SIGTERM, util/signals.h).
   while (running > 0) {
-    if (const int sig = g_forward_signal.exchange(0)) signal_running(sig);
+    if (const int sig = stop_signals.take()) signal_running(sig);
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, failure.empty() ? 0 : WNOHANG);
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (pid == 0) {  // waiting for the others after a failure
-      const auto now = Clock::now();
+    if (pid == 0) {
+      const auto now = Clock::now();  // after a failure, the others get SIGTERM, then SIGKILL
       if (now >= term_at) {
         signal_running(SIGTERM);
         term_at = Clock::time_point::max();
@@ -430,7 +422,7 @@ void launch_local_workers(int nproc, const std::vector<std::string>& worker_args
         signal_running(SIGKILL);
         kill_at = Clock::time_point::max();
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
     const int rank = rank_of(pid);
@@ -449,8 +441,6 @@ void launch_local_workers(int nproc, const std::vector<std::string>& worker_args
       }
     }
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (!failure.empty()) throw Error("--nproc " + std::to_string(nproc) + ": " + failure, exit_code == 2 ? 2 : 1);
 }
 

@@ -37,6 +37,7 @@
 #include "util/error.h"
 #include "util/runtime.h"
 #include "util/logging.h"
+#include "util/signals.h"
 #include "util/text_io.h"
 
 namespace attnmt {
@@ -44,9 +45,6 @@ namespace attnmt {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
 // Holds SAVE_DIR/train.lock (flock) for the life of a training run.
 class SaveDirLock {
@@ -175,6 +173,7 @@ class Trainer {
   Config cfg_;
   torch::Device device_{torch::kCPU};
   std::unique_ptr<Distributed> dist_;  // world size 1 unless --distributed / --nproc
+  std::unique_ptr<StopSignals> stop_signals_;  // SIGINT / SIGTERM during train_loop (util/signals.h)
   Tokenizers tokenizers_;
   Dataset train_, valid_;
   ParallelText valid_text_;
@@ -553,7 +552,7 @@ bool Trainer::should_stop() const {
 // Every rank stops at the same update: rank 0's criteria (its clock, its validations) and a
 // signal seen by any rank are all-reduced (max) once per update.
 StopDecision Trainer::agree_stop() {
-  std::vector<double> v{is_main() && should_stop() ? 1.0 : 0.0, static_cast<double>(g_stop_signal.load())};
+  std::vector<double> v{is_main() && should_stop() ? 1.0 : 0.0, static_cast<double>(stop_signals_ ? stop_signals_->received() : 0)};
   dist_->allreduce_max(v);
   return {v[0] > 0, static_cast<int>(v[1])};
 }
@@ -693,18 +692,9 @@ void Trainer::run() {
                  {"gemm", gemm_description()}, {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
                  {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
   }
-  g_stop_signal = 0;
-  auto old_int = std::signal(SIGINT, on_stop_signal);
-  auto old_term = std::signal(SIGTERM, on_stop_signal);
-  try {
-    train_loop();
-  } catch (...) {
-    std::signal(SIGINT, old_int);
-    std::signal(SIGTERM, old_term);
-    throw;
-  }
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
+  stop_signals_ = std::make_unique<StopSignals>();
+  train_loop();
+  stop_signals_.reset();  // after training (or with the Trainer, on an exception), the signals end the process again
 }
 
 }  // namespace

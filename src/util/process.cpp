@@ -16,6 +16,7 @@
 #include <fstream>
 
 #include "util/error.h"
+#include "util/signals.h"
 
 extern char** environ;
 
@@ -78,7 +79,13 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& o
   }
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data());
+  posix_spawnattr_t attributes;  // the child starts with SIGINT/SIGTERM unblocked (util/signals.h)
+  posix_spawnattr_init(&attributes);
+  const sigset_t mask = signal_mask_for_children();
+  posix_spawnattr_setsigmask(&attributes, &mask);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  const int rc = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), env.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw RuntimeError("cannot start '" + argv[0] + "': " + std::strerror(rc));
   int status = 0;
