@@ -72,6 +72,10 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
+// Before any shared library's initialiser, LibTorch's included (util/runtime.h).
+__attribute__((section(".preinit_array"), used)) static void (*const attnmt_preinit)(int, char**, char**) =
+    attnmt::tune_malloc_at_start;
+
 int main(int argc, char** argv) {
   attnmt::take_stop_signals_on_own_thread();  // before any other thread starts
   attnmt::tune_process();

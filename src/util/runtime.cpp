@@ -4,9 +4,13 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <strings.h>
+#include <sys/mman.h>
+
+#include <cstdint>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string_view>
 
@@ -55,18 +59,43 @@ bool malloc_left_alone() {
   return (mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr;
 }
 
-void keep_freed_memory() {
-  if (malloc_left_alone()) return;
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+// The value of `name` in envp, or nullptr. At pre-init, libc's environ may not be set up yet.
+const char* env_value(char** envp, const char* name) {
+  const size_t n = strlen(name);
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
+    if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  }
+  return nullptr;
 }
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kStartBlock = size_t{30} << 20;  // under the mmap threshold: from the heap
+constexpr int kStartBlocks = 2;                    // 60 MiB: 6.6k page faults at start; 30 MiB: 9.7k
 
 }  // namespace
 
-void tune_process() {
-  choose_openblas_kernels();
-  keep_freed_memory();
+// No C++ library here (libstdc++ is not initialised yet), only libc.
+void tune_malloc_at_start(int, char**, char** envp) {
+  const char* mode = env_value(envp, "ATTNMT_MALLOC");
+  if ((mode != nullptr && strcmp(mode, "system") == 0) || env_value(envp, "GLIBC_TUNABLES") != nullptr) return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  const char* huge = env_value(envp, "ATTNMT_HUGE_PAGES");
+  if (huge != nullptr && strcmp(huge, "0") == 0) return;
+  // The first 60 MiB of the heap, advised into huge pages and freed again (they stay in the heap:
+  // under M_TRIM_THRESHOLD): the libraries' initialisers allocate into them next.
+  char* blocks[kStartBlocks] = {};
+  for (auto& block : blocks) {
+    block = static_cast<char*>(malloc(kStartBlock));
+    if (block == nullptr) break;
+    const auto first = (reinterpret_cast<uintptr_t>(block) + kHugePage - 1) & ~(kHugePage - 1);
+    const auto last = (reinterpret_cast<uintptr_t>(block) + kStartBlock) & ~(kHugePage - 1);
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+  for (char* block : blocks) free(block);
 }
+
+void tune_process() { choose_openblas_kernels(); }
 
 void share_one_malloc_arena() {
   if (!malloc_left_alone()) mallopt(M_ARENA_MAX, 1);

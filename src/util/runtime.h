@@ -6,18 +6,26 @@
 namespace attnmt {
 
 // Call first thing in main(), before any matrix product and before other threads start.
-// - OpenBLAS 0.3.21 (Debian bookworm) does not know AMD Zen 4/5 and runs them with its AVX2
-//   ("Haswell") kernels although they have AVX-512, and some machines pin
-//   OPENBLAS_CORETYPE=Haswell in their environment. When the CPU and OS support AVX-512
-//   F/BW/VL/DQ and the kernels OpenBLAS chose have no AVX-512, switch it to its SkylakeX kernels
-//   (through its exported gotoblas_dynamic_quit/init, so no re-exec). ATTNMT_BLAS_CORE=keep
-//   leaves OpenBLAS's choice alone.
+// OpenBLAS 0.3.21 (Debian bookworm) does not know AMD Zen 4/5 and runs them with its AVX2
+// ("Haswell") kernels although they have AVX-512, and some machines pin OPENBLAS_CORETYPE=Haswell
+// in their environment. When the CPU and OS support AVX-512 F/BW/VL/DQ and the kernels OpenBLAS
+// chose have no AVX-512, switch it to its SkylakeX kernels (through its exported
+// gotoblas_dynamic_quit/init, so no re-exec). ATTNMT_BLAS_CORE=keep leaves OpenBLAS's choice alone.
+void tune_process();
+
+// Registered in the program's .preinit_array (cli/main.cpp), so it runs before any shared
+// library's initialiser: LibTorch's register ~40 MB of operator tables before main() starts.
 // - glibc serves blocks from 128 KiB up (its threshold then adapts) with mmap and unmaps them on
 //   free, so a training step page-faulted its large tensors in again each time (13% of the time,
 //   in the kernel, before the loss was chunked). Blocks up to 32 MiB now come from the heap, and
-//   up to 128 MiB of freed heap is kept (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD). ATTNMT_MALLOC=system
-//   (or a GLIBC_TUNABLES setting) keeps glibc's defaults.
-void tune_process();
+//   up to 128 MiB of freed heap is kept (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD).
+// - The first 60 MiB of the heap are advised into transparent huge pages before the libraries'
+//   initialisers allocate into them: page faults cost 12-17 us each on this VM, and LibTorch's
+//   start made ~17,000 of them. `attnmt --version`: 16.7k -> 6.6k page faults, 0.64 -> 0.47 s,
+//   peak RSS +0.5 MiB (README "Speed").
+//   ATTNMT_HUGE_PAGES=0 leaves this out.
+// ATTNMT_MALLOC=system, or a GLIBC_TUNABLES setting, leaves both out (glibc's defaults).
+void tune_malloc_at_start(int argc, char** argv, char** envp);
 
 // For decoding (translate), before its worker threads start: every thread allocates from glibc's
 // main arena (M_ARENA_MAX 1). A worker thread otherwise gets an arena of its own, made of 64 MiB
