@@ -27,15 +27,16 @@ Replicas::Replicas(Seq2Seq main, const ModelConfig& config, int count, int threa
 }
 
 void Replicas::prepare() {
-  if (models_.size() == 1) return;
   torch::NoGradGuard no_grad;
+  for (auto& p : models_[0]->parameters()) p.mutable_grad() = torch::Tensor();
+  if (models_.size() == 1) return;
   const auto main = models_[0]->named_parameters();
   for (size_t r = 1; r < models_.size(); ++r) {
     for (auto& item : models_[r]->named_parameters()) {
       auto& p = item.value();
       const auto& source = main[item.key()];
       if (!p.is_same(source) && p.data_ptr() != source.data_ptr()) p.set_data(source);
-      if (p.grad().defined()) p.mutable_grad().zero_();
+      p.mutable_grad() = torch::Tensor();
     }
   }
 }
@@ -49,13 +50,14 @@ void Replicas::reduce_gradients() {
   for (size_t r = 1; r < models_.size(); ++r) {
     auto params = models_[r]->parameters();
     for (size_t i = 0; i < params.size(); ++i) {
-      const auto& g = params[i].grad();
+      auto g = params[i].grad();
       if (!g.defined()) continue;
       if (main[i].grad().defined()) {
         main[i].mutable_grad().add_(g);
       } else {
-        main[i].mutable_grad() = g.clone();
+        main[i].mutable_grad() = g;
       }
+      params[i].mutable_grad() = torch::Tensor();  // its memory is free for the next forward pass
     }
   }
 }

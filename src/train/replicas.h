@@ -29,9 +29,12 @@ class Replicas {
   // rethrows the first exception.
   void parallel(const std::function<void(int)>& fn);
   // Before an update: point the replicas' parameters at the main model's tensors (which a loaded
-  // checkpoint may have replaced) and clear their gradients.
+  // checkpoint may have replaced) and drop every model's gradients (set to none, not zeroed, as
+  // PyTorch's zero_grad(set_to_none=True)): their memory goes back to the allocator, for the
+  // forward pass's activations, and backward's first contribution becomes the gradient. A
+  // parameter that gets no gradient in an update is skipped by the optimizer.
   void prepare();
-  // After backward: add replicas 1.. 's gradients into the main model's.
+  // After backward: add replicas 1.. 's gradients into the main model's, and drop theirs.
   void reduce_gradients();
 
  private:

@@ -354,8 +354,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
   int64_t global_tokens = 0;
   for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_.examples[i].tgt.size()) + 1;
-  optimizer_->zero_grad();
-  replicas_->prepare();
+  replicas_->prepare();  // drops the gradients
   const int R = replicas_->count();
   // Per replica: the smoothed loss (+ auxiliary loss) summed over its tokens, and [that sum, the
   // NLL sum, the tokens].
@@ -389,10 +388,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   }
   dist_->allreduce_sum(sums);  // a non-finite loss on any rank makes the sum non-finite everywhere
   const double value = sums[0] / static_cast<double>(global_tokens);
-  if (!std::isfinite(value)) {
-    optimizer_->zero_grad();
-    return false;
-  }
+  if (!std::isfinite(value)) return false;  // the next update's prepare() drops the gradients
   replicas_->parallel([&](int r) {
     const auto& sum = local_sum[static_cast<size_t>(r)];
     if (sum.defined()) (sum / static_cast<double>(global_tokens)).backward();
@@ -403,10 +399,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   // update): a non-finite one (an overflow in backward) skips the update like a non-finite loss,
   // so parameters never become NaN/Inf.
   const double grad_norm = gradient_norm(model_->parameters());
-  if (!std::isfinite(grad_norm)) {
-    optimizer_->zero_grad();
-    return false;
-  }
+  if (!std::isfinite(grad_norm)) return false;
   const double clip = cfg_.train.clip_norm;
   const double clip_coef = clip > 0 ? clip / (grad_norm + 1e-6) : 1.0;  // as clip_grad_norm_
   optimizer_step(*optimizer_, std::min(1.0, clip_coef));
