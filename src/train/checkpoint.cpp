@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <future>
+#include <optional>
 #include <sstream>
 
 #include "config/loader.h"
@@ -184,6 +186,32 @@ std::vector<std::string> list_step_checkpoints(const std::string& save_dir) {
   return out;
 }
 
+namespace {
+
+struct EarlyModel {
+  Config config;
+  Tokenizers tokenizers;
+  VocabSizes vocab;
+  Seq2Seq model{nullptr};
+};
+
+// Whether two configs build the same model with the same tokenizers.
+bool same_model(const Config& a, const Config& b) {
+  auto part = [](const Config& c) {
+    Config p;
+    p.model = c.model;
+    p.tokenizer = c.tokenizer;
+    return config_to_yaml(p);
+  };
+  return part(a) == part(b);
+}
+
+bool same_vocab(const VocabSizes& a, const VocabSizes& b) {
+  return a.src == b.src && a.tgt == b.tgt && a.pad_id == b.pad_id && a.bos_id == b.bos_id && a.eos_id == b.eos_id;
+}
+
+}  // namespace
+
 LoadedModel load_model(const std::string& save_dir, const std::string& checkpoint, const std::string& device,
                        const DecodeOverrides& overrides) {
   if (!fs::is_directory(save_dir)) throw InputError("model directory '" + save_dir + "' does not exist");
@@ -199,18 +227,44 @@ LoadedModel load_model(const std::string& save_dir, const std::string& checkpoin
       m.checkpoint = steps.front();
     }
   }
+  // Building the model draws its initial weights (LibTorch's modules do it in their constructors;
+  // ~0.1 s for rnn256), which the checkpoint then replaces. So it is built from the save dir's
+  // config.yaml while the checkpoint is read, and kept when the checkpoint's model, tokenizer and
+  // vocabulary turn out the same (else built again from the checkpoint's config).
+  auto apply = [&](Config& c) {
+    if (overrides.hard_decode) c.model.attention.hard_decode = *overrides.hard_decode;
+  };
+  auto early = std::async(std::launch::async, [&]() -> std::optional<EarlyModel> {
+    try {
+      EarlyModel e;
+      e.config = load_config_file((fs::path(save_dir) / "config.yaml").string());
+      apply(e.config);
+      e.tokenizers = load_or_train_tokenizers(e.config.tokenizer, save_dir, nullptr, e.config.train.seed);
+      e.vocab.src = e.tokenizers.src->vocab_size();
+      e.vocab.tgt = e.tokenizers.tgt->vocab_size();
+      e.model = Seq2Seq(e.config.model, e.vocab);
+      return e;
+    } catch (...) {
+      return std::nullopt;  // no usable config.yaml: built below, after the checkpoint's header
+    }
+  });
   CheckpointFile file(m.checkpoint);
   const auto& header = file.header();
   m.config = header.config;
-  if (overrides.hard_decode) m.config.model.attention.hard_decode = *overrides.hard_decode;
-  m.tokenizers = load_or_train_tokenizers(m.config.tokenizer, save_dir, nullptr, m.config.train.seed);
+  apply(m.config);
+  if (auto e = early.get(); e && same_model(e->config, m.config) && same_vocab(e->vocab, header.vocab)) {
+    m.tokenizers = std::move(e->tokenizers);
+    m.model = e->model;
+  } else {
+    m.tokenizers = load_or_train_tokenizers(m.config.tokenizer, save_dir, nullptr, m.config.train.seed);
+  }
   if (m.tokenizers.src->vocab_size() != header.vocab.src || m.tokenizers.tgt->vocab_size() != header.vocab.tgt) {
     throw InputError("tokenizer model in '" + save_dir + "' has " + std::to_string(m.tokenizers.src->vocab_size()) +
                      "/" + std::to_string(m.tokenizers.tgt->vocab_size()) + " pieces but checkpoint '" +
                      m.checkpoint + "' was trained with " + std::to_string(header.vocab.src) + "/" +
                      std::to_string(header.vocab.tgt));
   }
-  m.model = Seq2Seq(m.config.model, header.vocab);
+  if (!m.model) m.model = Seq2Seq(m.config.model, header.vocab);
   file.load_state(m.model, nullptr, /*restore_rng=*/false);
   m.model->to(parse_device(device.empty() ? m.config.device : device));
   m.model->eval();

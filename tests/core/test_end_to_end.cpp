@@ -55,6 +55,31 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
   REQUIRE(bleu > 90.0);
   REQUIRE(attnmt::read_lines((dir / "att.jsonl").string()).size() == refs.size());
 
+  // The model is built from the save dir's config.yaml while the checkpoint is read
+  // (checkpoint.h's load_model), and from the checkpoint's own config when the two differ or
+  // config.yaml is gone: the same translations either way.
+  {
+    const auto config_yaml = dir / "model" / "config.yaml";
+    const auto saved = attnmt::read_file(config_yaml.string());
+    auto other = saved;
+    const auto at = other.find("hidden_size: 64");
+    REQUIRE(at != std::string::npos);
+    other.replace(at, 15, "hidden_size: 32");
+    for (const std::string& text : {other, std::string()}) {
+      if (text.empty()) {
+        fs::remove(config_yaml);
+      } else {
+        write(config_yaml, text);
+      }
+      auto again = run("translate --model " + (dir / "model").string() + " --input " + src + " --output " +
+                       (dir / "hyp2.en").string());
+      INFO(again.output);
+      REQUIRE(again.status == 0);
+      CHECK(attnmt::read_lines((dir / "hyp2.en").string()) == hyps);
+    }
+    write(config_yaml, saved);
+  }
+
   auto score = run("score --ref " + ref + " --hyp " + (dir / "hyp.en").string() + " --json");
   REQUIRE(score.status == 0);
   REQUIRE(score.output.find("\"bleu\"") != std::string::npos);
