@@ -75,22 +75,28 @@ constexpr int kStartBlocks = 2;                    // 60 MiB: 6.6k page faults a
 }  // namespace
 
 // No C++ library here (libstdc++ is not initialised yet), only libc.
-void tune_malloc_at_start(int, char**, char** envp) {
+void tune_malloc_at_start(int argc, char** argv, char** envp) {
   const char* mode = env_value(envp, "ATTNMT_MALLOC");
   if ((mode != nullptr && strcmp(mode, "system") == 0) || env_value(envp, "GLIBC_TUNABLES") != nullptr) return;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
   const char* huge = env_value(envp, "ATTNMT_HUGE_PAGES");
   if (huge != nullptr && strcmp(huge, "0") == 0) return;
-  // The first 60 MiB of the heap, advised into huge pages and freed again (they stay in the heap:
-  // under M_TRIM_THRESHOLD): the libraries' initialisers allocate into them next.
+  const char* command = nullptr;  // the first argument that is not an option
+  for (int i = 1; i < argc && command == nullptr; ++i) {
+    if (argv[i][0] != '-') command = argv[i];
+  }
+  const bool advise = command == nullptr || strcmp(command, "train") != 0;
+  // The first 60 MiB of the heap, taken and freed again (they stay in the heap: under
+  // M_TRIM_THRESHOLD), advised into huge pages but for training: the libraries' initialisers
+  // allocate into them next.
   char* blocks[kStartBlocks] = {};
   for (auto& block : blocks) {
     block = static_cast<char*>(malloc(kStartBlock));
     if (block == nullptr) break;
     const auto first = (reinterpret_cast<uintptr_t>(block) + kHugePage - 1) & ~(kHugePage - 1);
     const auto last = (reinterpret_cast<uintptr_t>(block) + kStartBlock) & ~(kHugePage - 1);
-    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+    if (advise && last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
   }
   for (char* block : blocks) free(block);
 }
