@@ -1,5 +1,7 @@
 #include "train/optimizer.h"
 
+#include "train/adam_rows.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -26,24 +28,16 @@ bool fusable(const torch::Tensor& p, const torch::Tensor& grad) {
 }
 
 // m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  p -= step_size m / (sqrt(v) / sqrt(bc2) + eps)
-// with g = scale * grad (+ weight_decay * p), as torch::optim::Adam computes it.
+// with g = scale * grad (+ weight_decay * p), as torch::optim::Adam computes it (the loop: adam_rows.h).
 void fused_adam(float* p, const float* grad, float* m, float* v, int64_t n, double scale, double weight_decay,
                 double beta1, double beta2, double eps, double step_size, double sqrt_bc2) {
-  const float s = static_cast<float>(scale), wd = static_cast<float>(weight_decay);
-  const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-  const float c1 = static_cast<float>(1 - beta1), c2 = static_cast<float>(1 - beta2);
-  const float inv_sqrt_bc2 = static_cast<float>(1.0 / sqrt_bc2), e = static_cast<float>(eps);
-  const float lr = static_cast<float>(step_size);
+  const AdamConstants c{static_cast<float>(scale),        static_cast<float>(weight_decay),
+                        static_cast<float>(beta1),        static_cast<float>(beta2),
+                        static_cast<float>(1 - beta1),    static_cast<float>(1 - beta2),
+                        static_cast<float>(1 / sqrt_bc2), static_cast<float>(eps),
+                        static_cast<float>(step_size)};
   at::parallel_for(0, n, 16384, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float g = grad[i] * s;
-      if (wd != 0.0f) g += wd * p[i];
-      const float mi = b1 * m[i] + c1 * g;
-      const float vi = b2 * v[i] + c2 * g * g;
-      m[i] = mi;
-      v[i] = vi;
-      p[i] -= lr * mi / (std::sqrt(vi) * inv_sqrt_bc2 + e);
-    }
+    adam_rows(p + begin, grad + begin, m + begin, v + begin, end - begin, c);
   });
 }
 
