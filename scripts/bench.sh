@@ -25,6 +25,10 @@ for c in "${configs[@]}"; do
     echo "[bench.sh] training the decoding model of $c into $dir (log: $dir.log)"
     build/attnmt train "$c" > "$dir.log" 2>&1
   fi
+  # decode.shortlist: a model trained before the config turned it on has no lexicon yet.
+  if grep -Eq '^  shortlist: *true' "$c" && [ ! -f "$dir/lexicon.txt" ]; then
+    build/attnmt lexicon --model "$dir"
+  fi
 done
 build/attnmt bench "${configs[@]}" --output runs/bench/bench.json --table runs/bench/table.md \
   --work-dir runs/bench/work "${extra[@]}"

@@ -177,7 +177,7 @@ json run_bench(const BenchOptions& o) {
       const int threads = resolve_threads(requested);
       const std::string tag = name + ".t" + std::to_string(threads);
       json run = {{"config", config_path}, {"name", name}, {"threads", threads}, {"precision", cfg.train.precision},
-                  {"attention", cfg.model.attention.type}, {"batch_size", cfg.train.batch_size}};
+                  {"shortlist", cfg.decode.shortlist}, {"attention", cfg.model.attention.type}, {"batch_size", cfg.train.batch_size}};
       const std::string dir = (fs::path(work) / tag).string();
       fs::remove_all(dir);
       fs::create_directories(dir);
@@ -195,7 +195,7 @@ json run_bench(const BenchOptions& o) {
                                 "train.report_every=" + std::to_string(o.window_steps), "--set",
                                 "train.valid_every=1000000000", "--set", "train.max_minutes=0", "--set",
                                 "train.max_epochs=0", "--set", "train.valid_metric=ppl", "--set", "train.patience=0",
-                                "--set", "data.test.src=", "--set", "data.test.tgt="},
+                                "--set", "data.test.src=", "--set", "data.test.tgt=", "--set", "decode.shortlist=false"},
                                dir + "/train.out");
         std::vector<double> windows;
         for (const auto& line : read_lines(dir + "/log.jsonl")) {
@@ -263,7 +263,8 @@ json run_bench(const BenchOptions& o) {
                                     "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
                                     "--threads", std::to_string(threads), "--precision", cfg.decode.precision,
                                     "--packed-weights", cfg.decode.packed_weights ? "true" : "false",
-                                    "--workers", std::to_string(cfg.decode.workers), "--stats", stats_file},
+                                    "--workers", std::to_string(cfg.decode.workers), "--shortlist",
+                                    cfg.decode.shortlist ? "true" : "false", "--stats", stats_file},
                                    dir + "/" + mode.name + ".out");
             const auto stats = json::parse(read_file(stats_file));
             const double sentences = stats["sentences"].get<double>(), tokens = stats["target_tokens"].get<double>();
@@ -315,7 +316,8 @@ std::string bench_table(const json& results) {
          "| BLEU greedy / beam |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results["runs"]) {
-    out += "| " + r["name"].get<std::string>() + (r["precision"] == "bf16" ? " (bf16)" : "") + " | " +
+    out += "| " + r["name"].get<std::string>() + (r["precision"] == "bf16" ? " (bf16)" : "") +
+           (r.value("shortlist", false) ? " (shortlist)" : "") + " | " +
            std::to_string(r["threads"].get<int>()) + " | ";
     if (r.contains("train")) {
       out += fig(r["train"]["tgt_tokens_per_sec"]) + " | " + str(r["train"]["peak_rss_mib"].get<double>()) + " | ";

@@ -1,7 +1,7 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
 //                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--packed-weights B] [--gemm auto|onednn|blas]
 //                  [--attention-out FILE] [--stats FILE]
-//                  [--hard-decode true|false]
+//                  [--hard-decode true|false] [--shortlist true|false]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "data/lexicon.h"
 #include "decoding/translator.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
@@ -27,7 +28,7 @@ namespace attnmt::cli {
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string model, checkpoint, input, output, attention_out, device, stats, precision, gemm;
-    std::optional<bool> hard_decode, packed_weights;
+    std::optional<bool> hard_decode, packed_weights, shortlist;
     int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1;
     double length_penalty = -1, max_length_ratio = -1;
   };
@@ -58,6 +59,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
   cmd->add_option("--hard-decode", o->hard_decode,
                   "true | false: monotonic attention decodes hard or with the expected alignment (default: as trained)");
+  cmd->add_option("--shortlist", o->shortlist,
+                  "true | false: score only a vocabulary shortlist per batch, from SAVE_DIR/lexicon.txt (default: decode.shortlist)");
   cmd->callback([o, &global] {
     setup_logging(global.debug);
     share_one_malloc_arena();  // both before the model is loaded and the workers start
@@ -83,6 +86,11 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
     Seq2SeqStepModel step_model(loaded.model, o->precision.empty() ? dc.precision : o->precision,
                                 o->packed_weights.value_or(dc.packed_weights));
+    const bool shortlist = o->shortlist.value_or(dc.shortlist);
+    if (shortlist) {
+      step_model.use_shortlist(std::make_shared<const Lexicon>(read_lexicon(lexicon_path(o->model))), dc.shortlist_first,
+                               dc.shortlist_best);
+    }
     const auto start = std::chrono::steady_clock::now();
     auto results = translate_lines(step_model, loaded.tokenizers, lines, options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -114,7 +122,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       nlohmann::json j = {{"sentences", results.size()}, {"target_tokens", tokens}, {"translate_seconds", seconds},
                           {"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
                           {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
-                          {"packed_weights", step_model.packed()}, {"gemm", gemm_description()}};
+                          {"packed_weights", step_model.packed()}, {"gemm", gemm_description()},
+                          {"shortlist", shortlist}};
       write_file_atomic(o->stats, j.dump() + "\n");
     }
   });

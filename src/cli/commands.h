@@ -21,5 +21,6 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global);
 void add_align_command(CLI::App& app, const GlobalOptions& global);
 void add_plot_command(CLI::App& app, const GlobalOptions& global);
 void add_compare_command(CLI::App& app, const GlobalOptions& global);
+void add_lexicon_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnmt::cli

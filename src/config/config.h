@@ -103,6 +103,12 @@ struct DecodeConfig {
   std::string precision = "fp32";  // fp32 | bf16 (the encoder's and decoder step's products in bfloat16 on a CPU)
   bool packed_weights = true;      // CPU: the LSTM encoder's and decoder step's weights packed once for oneDNN (runtime/packed_linear.h)
   int n_best = 1;                 // hypotheses written per input line
+  // Vocabulary shortlist (data/lexicon.h): a batch scores only the shortlist_first most frequent
+  // target subwords and the shortlist_best likeliest translations of each of its source subwords
+  // (IBM Model 1 on the training corpus, SAVE_DIR/lexicon.txt), not the whole vocabulary.
+  bool shortlist = false;
+  int shortlist_first = 100;
+  int shortlist_best = 50;
 };
 
 // Data-parallel training (attnmt train --nproc N | --distributed): see train/distributed.h.

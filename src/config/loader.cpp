@@ -116,6 +116,9 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.precision),
     ATTNMT_FIELD(decode.packed_weights),
     ATTNMT_FIELD(decode.n_best),
+    ATTNMT_FIELD(decode.shortlist),
+    ATTNMT_FIELD(decode.shortlist_first),
+    ATTNMT_FIELD(decode.shortlist_best),
 
     ATTNMT_FIELD(distributed.backend),
     ATTNMT_FIELD(distributed.timeout),
@@ -662,6 +665,8 @@ void validate_config(const Config& c) {
   check_double(d.max_length_ratio > 0 && std::isfinite(d.max_length_ratio),
                "decode.max_length_ratio", "> 0", d.max_length_ratio);
   check_int(d.batch_size >= 1, "decode.batch_size", ">= 1", d.batch_size);
+  check_int(d.shortlist_first >= 0, "decode.shortlist_first", ">= 0", d.shortlist_first);
+  check_int(d.shortlist_best >= 0, "decode.shortlist_best", ">= 0", d.shortlist_best);
   check_int(d.n_best >= 1 && d.n_best <= d.beam_size, "decode.n_best",
             ("in [1, decode.beam_size=" + std::to_string(d.beam_size) + "]").c_str(), d.n_best);
 

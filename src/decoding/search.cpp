@@ -66,6 +66,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
   for (int64_t t = 0; !active.empty(); ++t) {
     auto r = model.step(prev, *state, options.return_attention);
     auto [best_logit, best_tok] = r.logits.max(-1);
+    if (r.vocabulary.defined()) best_tok = r.vocabulary.index_select(0, best_tok.cpu()).to(device);
     auto best = best_logit.to(torch::kCPU, torch::kDouble).contiguous();
     const auto log_z = log_normalizers(r.logits);
     auto tok = to_vector(best_tok);
@@ -131,6 +132,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
     const int64_t A = static_cast<int64_t>(active.size());
     auto r = model.step(prev, *state, want_att);
     const int64_t V = r.logits.size(1);
+    const int64_t* vocabulary = r.vocabulary.defined() ? r.vocabulary.data_ptr<int64_t>() : nullptr;
+    auto word = [&](int64_t column) { return vocabulary ? vocabulary[column] : column; };
     const auto candidates = best_candidates(r.logits, scores, K, std::min<int64_t>(2 * K, K * V));
     const int64_t C = candidates.per_sentence;
     const double* tsp = candidates.scores.data();
@@ -170,7 +173,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
         if (s == kNegInf) break;
         const int64_t id = tip[a * C + j];
         const int64_t row = a * K + id / V;
-        const int64_t tok = id % V;
+        const int64_t tok = word(id % V);
         if (tok == model.eos_id()) {
           if (j < K) finish(row, s, /*with_eos=*/true, tok);
         } else if (at_max) {
@@ -189,10 +192,10 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
           const int64_t id = tip[a * C + j];
           const int64_t row = a * K + id / V;
           next_rows.push_back(row);
-          next_tokens.push_back(id % V);
+          next_tokens.push_back(word(id % V));
           next_scores.push_back(tsp[a * C + j]);
           auto hist = tokens[row];
-          hist.push_back(id % V);
+          hist.push_back(word(id % V));
           next_hist.push_back(std::move(hist));
           if (options.return_attention) {
             auto ah = attention[row];

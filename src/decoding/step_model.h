@@ -25,8 +25,11 @@ class SearchState {
 };
 
 struct StepResult {
-  torch::Tensor logits;     // [N, V], unnormalised: search takes log_softmax of them (candidates.h)
-  torch::Tensor attention;  // [N, S] weights of this step (undefined if not requested)
+  torch::Tensor logits;      // [N, V], unnormalised: search takes log_softmax of them (candidates.h)
+  torch::Tensor attention;   // [N, S] weights of this step (undefined if not requested)
+  // A vocabulary shortlist (decode.shortlist): [V] int64 on the CPU, the token of each column of
+  // logits (the softmax is then over these tokens alone). Undefined: column v is token v.
+  torch::Tensor vocabulary;
 };
 
 class StepModel {

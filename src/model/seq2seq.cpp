@@ -1,5 +1,7 @@
 #include "model/seq2seq.h"
 #include "model/random.h"
+#include "data/lexicon.h"
+#include "data/tokenizer.h"
 
 #include "util/error.h"
 
@@ -110,6 +112,11 @@ struct Seq2SeqSearchState : SearchState {
   DecoderStepState state;
   int64_t t = 0;
   bool share_memory = false;  // the attention reads one memory row per sentence for its beams
+  // decode.shortlist: the batch's tokens [L] (CPU int64) and the output layer's rows for them,
+  // packed (output) or as tensors (weight / weight_bf16, bias).
+  torch::Tensor vocabulary;
+  std::shared_ptr<PackedLinear> output;
+  torch::Tensor weight, weight_bf16, bias;
   void index_select(const torch::Tensor& index) override {
     state = state.index_select(index);
     if (memory.group == 1) {
@@ -134,7 +141,7 @@ struct Seq2SeqSearchState : SearchState {
 }  // namespace
 
 Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, bool packed_weights)
-    : model_(std::move(model)) {
+    : model_(std::move(model)), bf16_(precision == "bf16" && device().is_cpu()) {
   if (packed_weights && device().is_cpu() && packed_linear_available()) {
     packed_ = std::make_unique<PackedSeq2Seq>(model_->pack(precision == "bf16"));
     if (!packed_->output.packed()) packed_.reset();  // no oneDNN kernel for this CPU and type
@@ -151,7 +158,42 @@ std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, c
   s->memory = std::move(enc.memory);
   s->state = std::move(enc.state);
   s->share_memory = model_->decoder()->attention().shares_memory_across_beams();
+  if (lexicon_) {
+    const auto ids = src.to(torch::kCPU, torch::kLong).contiguous();
+    const int64_t* p = ids.data_ptr<int64_t>();
+    const std::vector<int> source(p, p + ids.numel());  // padding (id 0) included: harmless
+    const auto& v = model_->vocab();
+    // Rounded up to a multiple of 64 rows: oneDNN's kernels for the batch's output layer come from
+    // its primitive cache for the few sizes that occur instead of being compiled for each batch.
+    const auto list = lexicon_->shortlist(source, shortlist_first_, shortlist_best_,
+                                          {static_cast<int>(v.eos_id), Tokenizer::kUnk}, /*round_to=*/64);
+    s->vocabulary = torch::tensor(std::vector<int64_t>(list.begin(), list.end()), torch::kLong);
+    torch::NoGradGuard no_grad;
+    const auto index = s->vocabulary.to(device());
+    auto weight = model_->output_weight().detach().index_select(0, index).contiguous();
+    auto bias = model_->output_bias().detach().index_select(0, index).contiguous();
+    if (packed_) {
+      s->output = std::make_shared<PackedLinear>(weight, bias, bf16_);
+    } else if (out_weight_bf16_.defined()) {
+      s->weight_bf16 = weight.to(torch::kBFloat16);
+    } else {
+      s->weight = weight;
+    }
+    s->bias = bias;
+  }
   return s;
+}
+
+void Seq2SeqStepModel::use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best) {
+  const auto& v = model_->vocab();
+  if (lexicon && (lexicon->src_vocab != v.src || lexicon->tgt_vocab != v.tgt)) {
+    throw InputError("decode.shortlist: the lexicon is for vocabularies of " + std::to_string(lexicon->src_vocab) +
+                     " / " + std::to_string(lexicon->tgt_vocab) + " subwords, the model has " +
+                     std::to_string(v.src) + " / " + std::to_string(v.tgt) + " (rebuild it: attnmt lexicon --model DIR)");
+  }
+  lexicon_ = std::move(lexicon);
+  shortlist_first_ = first;
+  shortlist_best_ = best;
 }
 
 StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
@@ -159,7 +201,17 @@ StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState&
   StepResult r;
   auto* attention = want_attention ? &r.attention : nullptr;
   torch::Tensor logits;
-  if (packed_) {
+  if (s.vocabulary.defined()) {
+    auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention, packed_.get());
+    if (s.output) {
+      logits = (*s.output)(hidden);
+    } else if (s.weight_bf16.defined()) {
+      logits = torch::mm(hidden.to(torch::kBFloat16), s.weight_bf16.t()).to(torch::kFloat).add_(s.bias);
+    } else {
+      logits = torch::addmm(s.bias, hidden, s.weight.t());
+    }
+    r.vocabulary = s.vocabulary;
+  } else if (packed_) {
     logits = packed_->output(model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention, packed_.get()));
   } else if (out_weight_bf16_.defined()) {
     auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention);

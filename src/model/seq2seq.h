@@ -13,6 +13,8 @@
 
 namespace attnmt {
 
+struct Lexicon;
+
 struct VocabSizes {
   int64_t src = 0;
   int64_t tgt = 0;
@@ -89,6 +91,11 @@ class Seq2SeqStepModel : public StepModel {
   explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
   // Whether the products run on packed weights.
   bool packed() const { return packed_ != nullptr; }
+  // decode.shortlist: from now on, each batch's output layer covers only
+  // lexicon->shortlist(its source ids, first, best, {eos, unk}) (data/lexicon.h), and the steps'
+  // logits say which tokens their columns are (StepResult::vocabulary). InputError when the lexicon
+  // was built for other vocabulary sizes.
+  void use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best);
   std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override;
   StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
   int64_t bos_id() const override { return model_->vocab().bos_id; }
@@ -99,6 +106,9 @@ class Seq2SeqStepModel : public StepModel {
   Seq2Seq model_;
   std::unique_ptr<PackedSeq2Seq> packed_;  // when decoding on packed weights
   torch::Tensor out_weight_bf16_;          // [V, H] for a bfloat16 output layer without them
+  bool bf16_ = false;
+  std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
+  int shortlist_first_ = 0, shortlist_best_ = 0;
 };
 
 }  // namespace attnmt

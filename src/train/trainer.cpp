@@ -19,6 +19,7 @@
 #include "config/loader.h"
 #include "data/batcher.h"
 #include "data/corpus.h"
+#include "data/lexicon.h"
 #include "attention/registry.h"
 #include "data/tokenizer.h"
 #include "decoding/translator.h"
@@ -151,6 +152,8 @@ class Trainer {
 
  private:
   void prepare_data();
+  // The model as search sees it, with the decode.* settings (validation BLEU, the test set).
+  std::unique_ptr<Seq2SeqStepModel> decoding_model();
   Tokenizers share_tokenizers();
   void build_model();
   void restore_or_start();
@@ -177,6 +180,7 @@ class Trainer {
   Tokenizers tokenizers_;
   Dataset train_, valid_;
   ParallelText valid_text_;
+  std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
   Seq2Seq model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<Replicas> replicas_;  // train.replicas (1: the model alone)
@@ -207,6 +211,22 @@ void Trainer::prepare_data() {
   if (train_.examples.empty()) throw InputError("train: no usable sentence pairs in '" + cfg_.data.train.src + "'");
   valid_ = encode_dataset(valid_text_, tokenizers_, /*max_length=*/0);
   spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid_.examples.size(), valid_.skipped_empty);
+  if (cfg_.decode.shortlist) {  // built again on every run: it follows the corpus and the tokenizer
+    const auto start = std::chrono::steady_clock::now();
+    lexicon_ = std::make_shared<const Lexicon>(train_lexicon(train_.examples, tokenizers_.src->vocab_size(),
+                                                             tokenizers_.tgt->vocab_size(), /*iterations=*/5,
+                                                             /*keep=*/100));
+    const auto path = lexicon_path(cfg_.train.save_dir);
+    if (is_main()) write_lexicon(*lexicon_, path);
+    spdlog::info("[data] decode.shortlist: lexicon (IBM Model 1, 5 iterations) in {:.1f}s -> {}",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), path);
+  }
+}
+
+std::unique_ptr<Seq2SeqStepModel> Trainer::decoding_model() {
+  auto m = std::make_unique<Seq2SeqStepModel>(model_, cfg_.decode.precision, cfg_.decode.packed_weights);
+  if (lexicon_) m->use_shortlist(lexicon_, cfg_.decode.shortlist_first, cfg_.decode.shortlist_best);
+  return m;
 }
 
 // Distributed runs: rank 0's SentencePiece models (trained or loaded above) are sent to the other
@@ -417,11 +437,11 @@ ValidResult Trainer::validate() {
   ValidResult r;
   r.ppl = teacher_forced_nll(model_, valid_.examples, cfg_.train.batch_size, device_).perplexity();
   if (cfg_.train.valid_metric == "bleu") {
-    Seq2SeqStepModel step_model(model_, cfg_.decode.precision, cfg_.decode.packed_weights);
+    auto step_model = decoding_model();
     TranslateOptions options = translate_options(cfg_.decode);
     options.search.beam_size = cfg_.train.valid_beam_size;
     options.search.n_best = 1;
-    auto translations = translate_lines(step_model, tokenizers_, valid_text_.src, options);
+    auto translations = translate_lines(*step_model, tokenizers_, valid_text_.src, options);
     std::vector<std::string> hyps;
     hyps.reserve(translations.size());
     for (auto& t : translations) hyps.push_back(t.front().text);
@@ -512,11 +532,11 @@ void Trainer::evaluate_test() {
   const auto best = (fs::path(cfg_.train.save_dir) / "best.pt").string();
   if (fs::exists(best)) CheckpointFile(best).load_state(model_, nullptr, /*restore_rng=*/false);
   model_->eval();
-  Seq2SeqStepModel step_model(model_, cfg_.decode.precision, cfg_.decode.packed_weights);
+  auto step_model = decoding_model();
   TranslateOptions options = translate_options(cfg_.decode);
   options.search.n_best = 1;
   const auto start = std::chrono::steady_clock::now();
-  auto translations = translate_lines(step_model, tokenizers_, test.src, options);
+  auto translations = translate_lines(*step_model, tokenizers_, test.src, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<std::string> hyps;
   std::string text;
