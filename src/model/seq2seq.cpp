@@ -168,6 +168,8 @@ std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, c
     const auto list = lexicon_->shortlist(source, shortlist_first_, shortlist_best_,
                                           {static_cast<int>(v.eos_id), Tokenizer::kUnk}, /*round_to=*/64);
     s->vocabulary = torch::tensor(std::vector<int64_t>(list.begin(), list.end()), torch::kLong);
+    shortlist_rows_ += static_cast<int64_t>(list.size());
+    ++shortlist_batches_;
     torch::NoGradGuard no_grad;
     const auto index = s->vocabulary.to(device());
     auto weight = model_->output_weight().detach().index_select(0, index).contiguous();
@@ -182,6 +184,11 @@ std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, c
     s->bias = bias;
   }
   return s;
+}
+
+double Seq2SeqStepModel::mean_shortlist_size() const {
+  const int64_t batches = shortlist_batches_;
+  return batches > 0 ? static_cast<double>(shortlist_rows_) / static_cast<double>(batches) : 0.0;
 }
 
 void Seq2SeqStepModel::use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best) {

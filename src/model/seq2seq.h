@@ -4,6 +4,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <atomic>
 #include <memory>
 
 #include "config/config.h"
@@ -96,6 +97,8 @@ class Seq2SeqStepModel : public StepModel {
   // logits say which tokens their columns are (StepResult::vocabulary). InputError when the lexicon
   // was built for other vocabulary sizes.
   void use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best);
+  // The mean shortlist size over the batches started so far (0 without a shortlist).
+  double mean_shortlist_size() const;
   std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override;
   StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
   int64_t bos_id() const override { return model_->vocab().bos_id; }
@@ -109,6 +112,7 @@ class Seq2SeqStepModel : public StepModel {
   bool bf16_ = false;
   std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
   int shortlist_first_ = 0, shortlist_best_ = 0;
+  std::atomic<int64_t> shortlist_rows_{0}, shortlist_batches_{0};  // batches start in several threads
 };
 
 }  // namespace attnmt

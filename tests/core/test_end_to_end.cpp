@@ -55,6 +55,25 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
   REQUIRE(bleu > 90.0);
   REQUIRE(attnmt::read_lines((dir / "att.jsonl").string()).size() == refs.size());
 
+  // Vocabulary shortlist: refused without a lexicon (naming the command that builds it), then built
+  // by `attnmt lexicon` and used.
+  {
+    const auto with_shortlist = "translate --model " + (dir / "model").string() + " --input " + src + " --output " +
+                                (dir / "hyp_sl.en").string() + " --shortlist true";
+    auto refused = run(with_shortlist);
+    INFO(refused.output);
+    CHECK(refused.status == 2);
+    CHECK(refused.output.find("attnmt lexicon --model") != std::string::npos);
+    auto lexicon = run("lexicon --model " + (dir / "model").string());
+    INFO(lexicon.output);
+    REQUIRE(lexicon.status == 0);
+    REQUIRE(fs::exists(dir / "model" / "lexicon.txt"));
+    auto listed = run(with_shortlist);
+    INFO(listed.output);
+    REQUIRE(listed.status == 0);
+    CHECK(attnmt::corpus_bleu(attnmt::read_lines((dir / "hyp_sl.en").string()), refs).score > 90.0);
+  }
+
   // The model is built from the save dir's config.yaml while the checkpoint is read
   // (checkpoint.h's load_model), and from the checkpoint's own config when the two differ or
   // config.yaml is gone: the same translations either way.
