@@ -26,7 +26,7 @@ for c in "${configs[@]}"; do
     build/attnmt train "$c" > "$dir.log" 2>&1
   fi
   # decode.shortlist: a model trained before the config turned it on has no lexicon yet.
-  if grep -Eq '^  shortlist: *true' "$c" && [ ! -f "$dir/lexicon.txt" ]; then
+  if grep -Eq '^  shortlist: *true' "$c" && [ ! -f "$dir/lexicon.bin" ]; then
     build/attnmt lexicon --model "$dir"
   fi
 done

@@ -1,6 +1,6 @@
 // attnmt lexicon --model SAVE_DIR [--iterations N] [--keep N]
 // Builds the vocabulary shortlist's lexicon (data/lexicon.h) from the model's training corpus and
-// tokenizer, as its config.yaml names them, and writes SAVE_DIR/lexicon.txt.
+// tokenizer, as its config.yaml names them, and writes SAVE_DIR/lexicon.bin.
 #include <chrono>
 #include <string>
 
@@ -24,7 +24,7 @@ void add_lexicon_command(CLI::App& app, const GlobalOptions& global) {
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "lexicon", "Build SAVE_DIR/lexicon.txt for vocabulary shortlists (decode.shortlist): IBM Model 1 on the training corpus");
+      "lexicon", "Build SAVE_DIR/lexicon.bin for vocabulary shortlists (decode.shortlist): IBM Model 1 on the training corpus");
   cmd->add_option("--model", o->model, "Save dir of a trained model (its config.yaml names the training corpus)")
       ->required();
   cmd->add_option("--iterations", o->iterations, "EM iterations of IBM Model 1")->check(CLI::Range(1, 100));

@@ -60,7 +60,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--hard-decode", o->hard_decode,
                   "true | false: monotonic attention decodes hard or with the expected alignment (default: as trained)");
   cmd->add_option("--shortlist", o->shortlist,
-                  "true | false: score only a vocabulary shortlist per batch, from SAVE_DIR/lexicon.txt (default: decode.shortlist)");
+                  "true | false: score only a vocabulary shortlist per batch, from SAVE_DIR/lexicon.bin (default: decode.shortlist)");
   cmd->callback([o, &global] {
     setup_logging(global.debug);
     share_one_malloc_arena();  // both before the model is loaded and the workers start

@@ -105,7 +105,7 @@ struct DecodeConfig {
   int n_best = 1;                 // hypotheses written per input line
   // Vocabulary shortlist (data/lexicon.h): a batch scores only the shortlist_first most frequent
   // target subwords and the shortlist_best likeliest translations of each of its source subwords
-  // (IBM Model 1 on the training corpus, SAVE_DIR/lexicon.txt), not the whole vocabulary.
+  // (IBM Model 1 on the training corpus, SAVE_DIR/lexicon.bin), not the whole vocabulary.
   bool shortlist = false;
   int shortlist_first = 100;
   int shortlist_best = 50;

@@ -3,13 +3,34 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "data/batcher.h"
 #include "util/error.h"
 
 namespace attnmt {
+
+static_assert(sizeof(int) == 4 && sizeof(Lexicon::Translation) == 8, "the lexicon file stores int32 and float32");
+
+Lexicon::Row Lexicon::row(int e) const {
+  if (e < 0 || static_cast<size_t>(e) + 1 >= row_start.size()) return {};
+  return {entries.data() + row_start[static_cast<size_t>(e)], entries.data() + row_start[static_cast<size_t>(e) + 1]};
+}
+
+Lexicon Lexicon::from_rows(int src_vocab, int tgt_vocab, std::vector<int> frequent,
+                           const std::vector<std::vector<Translation>>& rows) {
+  Lexicon lex;
+  lex.src_vocab = src_vocab;
+  lex.tgt_vocab = tgt_vocab;
+  lex.frequent = std::move(frequent);
+  lex.row_start.assign(static_cast<size_t>(src_vocab) + 1, 0);
+  for (size_t e = 0; e < static_cast<size_t>(src_vocab); ++e) {
+    if (e < rows.size()) lex.entries.insert(lex.entries.end(), rows[e].begin(), rows[e].end());
+    lex.row_start[e + 1] = static_cast<int>(lex.entries.size());
+  }
+  return lex;
+}
 
 std::vector<int> Lexicon::shortlist(const std::vector<int>& source_ids, int first, int best,
                                     const std::vector<int>& always, int round_to) const {
@@ -20,10 +41,9 @@ std::vector<int> Lexicon::shortlist(const std::vector<int>& source_ids, int firs
   const size_t n_first = std::min(frequent.size(), static_cast<size_t>(std::max(first, 0)));
   for (size_t i = 0; i < n_first; ++i) mark(frequent[i]);
   for (int s : source_ids) {
-    if (s < 0 || static_cast<size_t>(s) >= translations.size()) continue;
-    const auto& row = translations[static_cast<size_t>(s)];
-    const size_t n = std::min(row.size(), static_cast<size_t>(std::max(best, 0)));
-    for (size_t k = 0; k < n; ++k) mark(row[k].first);
+    const auto r = row(s);
+    const size_t n = std::min(r.size(), static_cast<size_t>(std::max(best, 0)));
+    for (size_t k = 0; k < n; ++k) mark(r[k].target);
   }
   for (int a : always) mark(a);
   int64_t count = std::count(keep.begin(), keep.end(), 1);
@@ -116,15 +136,12 @@ Lexicon train_lexicon(const std::vector<std::vector<int>>& src, const std::vecto
     }
   }
 
-  Lexicon lex;
-  lex.src_vocab = src_vocab;
-  lex.tgt_vocab = tgt_vocab;
-  lex.translations.resize(static_cast<size_t>(src_vocab));
+  std::vector<std::vector<Lexicon::Translation>> best_rows(static_cast<size_t>(src_vocab));
   for (size_t e = 0; e < static_cast<size_t>(src_vocab); ++e) {
-    auto& row = lex.translations[e];
-    for (size_t s = row_start[e]; s < row_start[e + 1]; ++s) row.emplace_back(static_cast<int>(cols[s]), t[s]);
+    auto& row = best_rows[e];
+    for (size_t s = row_start[e]; s < row_start[e + 1]; ++s) row.push_back({static_cast<int>(cols[s]), t[s]});
     std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
+      return a.prob != b.prob ? a.prob > b.prob : a.target < b.target;
     });
     if (row.size() > static_cast<size_t>(std::max(keep, 0))) row.resize(static_cast<size_t>(std::max(keep, 0)));
   }
@@ -134,12 +151,13 @@ Lexicon train_lexicon(const std::vector<std::vector<int>>& src, const std::vecto
       if (valid_tgt(f)) ++freq[static_cast<size_t>(f)];
     }
   }
+  std::vector<int> frequent;
   for (int f = 0; f < tgt_vocab; ++f) {
-    if (freq[static_cast<size_t>(f)] > 0) lex.frequent.push_back(f);
+    if (freq[static_cast<size_t>(f)] > 0) frequent.push_back(f);
   }
-  std::stable_sort(lex.frequent.begin(), lex.frequent.end(),
+  std::stable_sort(frequent.begin(), frequent.end(),
                    [&](int a, int b) { return freq[static_cast<size_t>(a)] > freq[static_cast<size_t>(b)]; });
-  return lex;
+  return Lexicon::from_rows(src_vocab, tgt_vocab, std::move(frequent), best_rows);
 }
 
 Lexicon train_lexicon(const std::vector<Example>& examples, int src_vocab, int tgt_vocab, int iterations, int keep) {
@@ -153,97 +171,91 @@ Lexicon train_lexicon(const std::vector<Example>& examples, int src_vocab, int t
   return train_lexicon(src, tgt, src_vocab, tgt_vocab, iterations, keep);
 }
 
-std::string lexicon_path(const std::string& save_dir) { return save_dir + "/lexicon.txt"; }
+std::string lexicon_path(const std::string& save_dir) { return save_dir + "/lexicon.bin"; }
+
+namespace {
+
+// The file (little-endian, as written on this machine):
+//   char[8] "ATTNMTLX", int32 version = 1, int32 src_vocab, int32 tgt_vocab, int32 frequent count F,
+//   int32 frequent[F], int32 row_start[src_vocab + 1] (row_start[0] = 0, non-decreasing),
+//   then row_start[src_vocab] entries of (int32 target id, float32 probability).
+// Binary, read straight into the flat arrays: a text form took 80-130 ms to parse for rnn256
+// (476,000 entries), ~8% of a greedy translation of the test set; this reads in ~1 ms (plus the
+// page faults of fresh memory).
+constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'M', 'T', 'L', 'X'};
+constexpr int32_t kVersion = 1;
+
+}  // namespace
 
 void write_lexicon(const Lexicon& lexicon, const std::string& path) {
+  const int32_t head[4] = {kVersion, lexicon.src_vocab, lexicon.tgt_vocab, static_cast<int32_t>(lexicon.frequent.size())};
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp);
+    std::ofstream out(tmp, std::ios::binary);
     if (!out) throw RuntimeError("lexicon: cannot write '" + tmp + "'");
-    out << "attnmt-lexicon 1 " << lexicon.src_vocab << ' ' << lexicon.tgt_vocab << '\n';
-    out << "frequent " << lexicon.frequent.size();
-    for (int f : lexicon.frequent) out << ' ' << f;
-    out << '\n';
-    char buf[32];
-    for (size_t e = 0; e < lexicon.translations.size(); ++e) {
-      const auto& row = lexicon.translations[e];
-      if (row.empty()) continue;
-      out << e << ' ' << row.size();
-      for (const auto& [f, p] : row) {
-        std::snprintf(buf, sizeof buf, " %d:%.4g", f, static_cast<double>(p));
-        out << buf;
-      }
-      out << '\n';
-    }
+    auto put = [&](const void* data, size_t bytes) { out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes)); };
+    put(kMagic, sizeof kMagic);
+    put(head, sizeof head);
+    put(lexicon.frequent.data(), lexicon.frequent.size() * sizeof(int));
+    put(lexicon.row_start.data(), lexicon.row_start.size() * sizeof(int));
+    put(lexicon.entries.data(), lexicon.entries.size() * sizeof(Lexicon::Translation));
     if (!out.flush()) throw RuntimeError("lexicon: cannot write '" + tmp + "'");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) throw RuntimeError("lexicon: cannot rename '" + tmp + "' to '" + path + "'");
 }
 
 Lexicon read_lexicon(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("lexicon '" + path + "': cannot open (build it with: attnmt lexicon --model SAVE_DIR)");
+  auto fail = [&](const std::string& what) {
+    return InputError("lexicon '" + path + "': " + what + " (rebuild it: attnmt lexicon --model SAVE_DIR)");
+  };
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0));
+  in.seekg(0, std::ios::beg);
+  size_t at = 0;
+  auto take = [&](void* into, size_t bytes, const char* what) {  // straight into the arrays
+    if (size - at < bytes || !in.read(static_cast<char*>(into), static_cast<std::streamsize>(bytes))) {
+      throw fail(std::string("truncated in ") + what);
+    }
+    at += bytes;
+  };
+  char magic[sizeof kMagic];
+  if (size < sizeof magic || !in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof magic) != 0) {
+    throw fail("not an attnmt lexicon");
+  }
+  at = sizeof magic;
+  int32_t head[4];
+  take(head, sizeof head, "the header");
+  if (head[0] != kVersion) throw fail("version " + std::to_string(head[0]) + ", expected " + std::to_string(kVersion));
   Lexicon lex;
-  std::string line;
-  size_t line_no = 0;
-  auto fail = [&](const std::string& what) -> InputError {
-    return InputError("lexicon '" + path + "' line " + std::to_string(line_no) + ": " + what);
-  };
-  auto next_line = [&]() -> std::istringstream {
-    if (!std::getline(in, line)) {
-      ++line_no;
-      throw fail("unexpected end of file");
-    }
-    ++line_no;
-    return std::istringstream(line);
-  };
-  {
-    auto s = next_line();
-    std::string magic;
-    int version = 0;
-    if (!(s >> magic >> version >> lex.src_vocab >> lex.tgt_vocab) || magic != "attnmt-lexicon" || version != 1 ||
-        lex.src_vocab <= 0 || lex.tgt_vocab <= 0) {
-      throw fail("not an attnmt lexicon (expected 'attnmt-lexicon 1 SRC_VOCAB TGT_VOCAB')");
-    }
+  lex.src_vocab = head[1];
+  lex.tgt_vocab = head[2];
+  if (lex.src_vocab <= 0 || lex.tgt_vocab <= 0 || head[3] < 0 || head[3] > lex.tgt_vocab) {
+    throw fail("bad sizes in the header");
   }
-  auto target = [&](long v) {
-    if (v < 0 || v >= lex.tgt_vocab) throw fail("target id " + std::to_string(v) + " out of range");
-    return static_cast<int>(v);
-  };
-  {
-    auto s = next_line();
-    std::string word;
-    size_t n = 0;
-    if (!(s >> word >> n) || word != "frequent") throw fail("expected 'frequent N id ...'");
-    lex.frequent.reserve(n);
-    long id = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (!(s >> id)) throw fail("expected " + std::to_string(n) + " target ids");
-      lex.frequent.push_back(target(id));
-    }
+  lex.frequent.resize(static_cast<size_t>(head[3]));
+  take(lex.frequent.data(), lex.frequent.size() * sizeof(int), "the frequent list");
+  for (int f : lex.frequent) {
+    if (f < 0 || f >= lex.tgt_vocab) throw fail("frequent target id " + std::to_string(f) + " out of range");
   }
-  lex.translations.resize(static_cast<size_t>(lex.src_vocab));
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    const char* p = line.c_str();
-    char* end = nullptr;
-    const long e = std::strtol(p, &end, 10);
-    if (end == p || e < 0 || e >= lex.src_vocab) throw fail("bad source id");
-    p = end;
-    const long n = std::strtol(p, &end, 10);
-    if (end == p || n < 0) throw fail("bad translation count");
-    p = end;
-    auto& row = lex.translations[static_cast<size_t>(e)];
-    row.reserve(static_cast<size_t>(n));
-    for (long k = 0; k < n; ++k) {
-      const long f = std::strtol(p, &end, 10);
-      if (end == p || *end != ':') throw fail("expected TARGET:PROB");
-      p = end + 1;
-      const float prob = std::strtof(p, &end);
-      if (end == p || !(prob >= 0.0f && prob <= 1.0f)) throw fail("bad probability");
-      p = end;
-      row.emplace_back(target(f), prob);
+  lex.row_start.resize(static_cast<size_t>(lex.src_vocab) + 1);
+  take(lex.row_start.data(), lex.row_start.size() * sizeof(int), "the row index");
+  if (lex.row_start[0] != 0) throw fail("bad row index");
+  for (size_t e = 0; e + 1 < lex.row_start.size(); ++e) {
+    if (lex.row_start[e + 1] < lex.row_start[e]) throw fail("bad row index at source id " + std::to_string(e));
+  }
+  const auto n = static_cast<size_t>(lex.row_start.back());
+  if ((size - at) / sizeof(Lexicon::Translation) < n) throw fail("truncated in the translations");
+  lex.entries.resize(n);
+  take(lex.entries.data(), n * sizeof(Lexicon::Translation), "the translations");
+  if (at != size) throw fail(std::to_string(size - at) + " bytes after the end");
+  for (int e = 0; e < lex.src_vocab; ++e) {
+    for (const auto& x : lex.row(e)) {
+      if (x.target < 0 || x.target >= lex.tgt_vocab) {
+        throw fail("target id " + std::to_string(x.target) + " out of range at source id " + std::to_string(e));
+      }
+      if (!(x.prob >= 0.0f && x.prob <= 1.0f)) throw fail("bad probability at source id " + std::to_string(e));
     }
   }
   return lex;

@@ -10,7 +10,7 @@
 //      (e_0 = the empty word, i over the source subwords and e_0);
 //   M: t(f | e) = c(f | e) / sum_f' c(f' | e).
 // Torch-free. `attnmt lexicon` and training (when decode.shortlist is on) write it into the
-// model's save dir as lexicon.txt.
+// model's save dir as lexicon.bin.
 #pragma once
 #include <string>
 #include <utility>
@@ -19,11 +19,33 @@
 namespace attnmt {
 
 struct Lexicon {
+  struct Translation {
+    int target;  // target id
+    float prob;  // t(target | source)
+  };
+  struct Row {  // one source id's translations, most probable first
+    const Translation* first = nullptr;
+    const Translation* last = nullptr;
+    const Translation* begin() const { return first; }
+    const Translation* end() const { return last; }
+    size_t size() const { return static_cast<size_t>(last - first); }
+    bool empty() const { return first == last; }
+    const Translation& operator[](size_t k) const { return first[k]; }
+  };
+
   int src_vocab = 0;
   int tgt_vocab = 0;
   std::vector<int> frequent;  // target ids by corpus frequency, most frequent first
-  // [src id] -> (target id, t(target | source)), most probable first; the empty word is not kept.
-  std::vector<std::vector<std::pair<int, float>>> translations;
+  // Source id e's translations are entries[row_start[e], row_start[e + 1]) (the empty word's are
+  // not kept): flat arrays, so that the file is read in a few large reads.
+  std::vector<int> row_start;  // [src_vocab + 1]
+  std::vector<Translation> entries;
+
+  // Source id e's translations (empty for an id out of range).
+  Row row(int e) const;
+  // A lexicon from per-source-id rows (each most probable first).
+  static Lexicon from_rows(int src_vocab, int tgt_vocab, std::vector<int> frequent,
+                           const std::vector<std::vector<Translation>>& rows);
 
   // The sorted target ids a batch with these source ids may produce: frequent[0, first), the
   // `best` most probable translations of each source id, `always` (e.g. eos and unk), and then,
@@ -42,13 +64,12 @@ Lexicon train_lexicon(const std::vector<std::vector<int>>& src, const std::vecto
 struct Example;
 Lexicon train_lexicon(const std::vector<Example>& examples, int src_vocab, int tgt_vocab, int iterations, int keep);
 
-// Text file: a header line "attnmt-lexicon 1 SRC_VOCAB TGT_VOCAB", a line "frequent N id...", and
-// a line "SRC_ID N tgt:prob ..." per source id with translations. InputError naming the file and
-// line when it is missing or malformed.
+// A binary file (layout in lexicon.cpp): arrays read straight into memory. InputError naming the
+// file and what is wrong when it is missing, truncated or inconsistent.
 void write_lexicon(const Lexicon& lexicon, const std::string& path);
 Lexicon read_lexicon(const std::string& path);
 
-// Where a model's lexicon lives: SAVE_DIR/lexicon.txt.
+// Where a model's lexicon lives: SAVE_DIR/lexicon.bin.
 std::string lexicon_path(const std::string& save_dir);
 
 }  // namespace attnmt

@@ -67,7 +67,7 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
     auto lexicon = run("lexicon --model " + (dir / "model").string());
     INFO(lexicon.output);
     REQUIRE(lexicon.status == 0);
-    REQUIRE(fs::exists(dir / "model" / "lexicon.txt"));
+    REQUIRE(fs::exists(dir / "model" / "lexicon.bin"));
     auto listed = run(with_shortlist);
     INFO(listed.output);
     REQUIRE(listed.status == 0);

@@ -33,12 +33,9 @@ Seq2Seq small_model(VocabSizes& vocab) {
 
 // Source id s translates to target (s % 7) + 10 only; nothing is frequent.
 std::shared_ptr<const Lexicon> narrow_lexicon() {
-  auto lex = std::make_shared<Lexicon>();
-  lex->src_vocab = 40;
-  lex->tgt_vocab = 200;
-  lex->translations.resize(40);
-  for (int s = 0; s < 40; ++s) lex->translations[static_cast<size_t>(s)] = {{(s % 7) + 10, 1.0f}};
-  return lex;
+  std::vector<std::vector<Lexicon::Translation>> rows(40);
+  for (int s = 0; s < 40; ++s) rows[static_cast<size_t>(s)] = {{(s % 7) + 10, 1.0f}};
+  return std::make_shared<const Lexicon>(Lexicon::from_rows(40, 200, {}, rows));
 }
 
 }  // namespace
