@@ -1,7 +1,7 @@
 // attnmt translate --model SAVE_DIR [--input FILE] [--output FILE] [--beam-size N] [--n-best N]
 //                  [--batch-size N] [--workers N] [--precision fp32|bf16] [--packed-weights B] [--gemm auto|onednn|blas]
 //                  [--attention-out FILE] [--stats FILE]
-//                  [--hard-decode true|false] [--shortlist true|false]
+//                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -29,7 +29,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string model, checkpoint, input, output, attention_out, device, stats, precision, gemm;
     std::optional<bool> hard_decode, packed_weights, shortlist;
-    int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1;
+    int beam_size = 0, n_best = 0, batch_size = 0, threads = -1, workers = -1, shortlist_first = -1,
+        shortlist_best = -1;
     double length_penalty = -1, max_length_ratio = -1;
   };
   auto o = std::make_shared<Options>();
@@ -61,6 +62,12 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                   "true | false: monotonic attention decodes hard or with the expected alignment (default: as trained)");
   cmd->add_option("--shortlist", o->shortlist,
                   "true | false: score only a vocabulary shortlist per batch, from SAVE_DIR/lexicon.bin (default: decode.shortlist)");
+  cmd->add_option("--shortlist-first", o->shortlist_first,
+                  "With a shortlist: the most frequent target subwords every batch keeps (default: decode.shortlist_first)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--shortlist-best", o->shortlist_best,
+                  "With a shortlist: translations kept per source subword (default: decode.shortlist_best)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o, &global] {
     setup_logging(global.debug);
     share_one_malloc_arena();  // both before the model is loaded and the workers start
@@ -88,8 +95,9 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                                 o->packed_weights.value_or(dc.packed_weights));
     const bool shortlist = o->shortlist.value_or(dc.shortlist);
     if (shortlist) {
-      step_model.use_shortlist(std::make_shared<const Lexicon>(read_lexicon(lexicon_path(o->model))), dc.shortlist_first,
-                               dc.shortlist_best);
+      step_model.use_shortlist(std::make_shared<const Lexicon>(read_lexicon(lexicon_path(o->model))),
+                               o->shortlist_first >= 0 ? o->shortlist_first : dc.shortlist_first,
+                               o->shortlist_best >= 0 ? o->shortlist_best : dc.shortlist_best);
     }
     const auto start = std::chrono::steady_clock::now();
     auto results = translate_lines(step_model, loaded.tokenizers, lines, options);

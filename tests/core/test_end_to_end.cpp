@@ -72,6 +72,13 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
     INFO(listed.output);
     REQUIRE(listed.status == 0);
     CHECK(attnmt::corpus_bleu(attnmt::read_lines((dir / "hyp_sl.en").string()), refs).score > 90.0);
+    // The sizes from the command line: nothing frequent and no translations leaves </s>, <unk> and
+    // the rounding's lowest ids (64 of the ~400), and the translations change.
+    auto narrow = run(with_shortlist + " --shortlist-first 0 --shortlist-best 0 --stats " + (dir / "sl.json").string());
+    INFO(narrow.output);
+    REQUIRE(narrow.status == 0);
+    CHECK(attnmt::read_file((dir / "sl.json").string()).find("\"shortlist_mean_size\":64.0") != std::string::npos);
+    CHECK(attnmt::read_lines((dir / "hyp_sl.en").string()) != hyps);
   }
 
   // The model is built from the save dir's config.yaml while the checkpoint is read
