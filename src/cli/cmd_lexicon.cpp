@@ -19,8 +19,8 @@ namespace attnmt::cli {
 void add_lexicon_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::string model;
-    int iterations = 5;
-    int keep = 100;
+    int iterations = kLexiconIterations;
+    int keep = kLexiconKeep;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(

@@ -55,6 +55,10 @@ struct Lexicon {
                              int round_to = 1) const;
 };
 
+// What `attnmt lexicon` and training build by default: EM rounds, translations kept per source id.
+constexpr int kLexiconIterations = 5;
+constexpr int kLexiconKeep = 100;
+
 // IBM Model 1 on the encoded pairs (ids in [0, src_vocab) / [0, tgt_vocab)), `iterations` EM
 // rounds, keeping each source id's `keep` most probable translations.
 Lexicon train_lexicon(const std::vector<std::vector<int>>& src, const std::vector<std::vector<int>>& tgt,

@@ -140,6 +140,19 @@ struct Seq2SeqSearchState : SearchState {
 };
 }  // namespace
 
+namespace {
+// Decoding's output layer, hidden [N, H] -> logits [N, V'] over the rows given: on packed weights,
+// else from a bfloat16 copy of the weight (bf16 without packed weights), else LibTorch's fp32 product.
+torch::Tensor output_logits(const torch::Tensor& hidden, const PackedLinear* packed, const torch::Tensor& weight_bf16,
+                            const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (packed) return (*packed)(hidden);
+  if (weight_bf16.defined()) {
+    return torch::mm(hidden.to(torch::kBFloat16), weight_bf16.t()).to(torch::kFloat).add_(bias);
+  }
+  return torch::addmm(bias, hidden, weight.t());
+}
+}  // namespace
+
 Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, bool packed_weights)
     : model_(std::move(model)), bf16_(precision == "bf16" && device().is_cpu()) {
   if (packed_weights && device().is_cpu() && packed_linear_available()) {
@@ -206,27 +219,15 @@ void Seq2SeqStepModel::use_shortlist(std::shared_ptr<const Lexicon> lexicon, int
 StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
   auto& s = static_cast<Seq2SeqSearchState&>(state);
   StepResult r;
-  auto* attention = want_attention ? &r.attention : nullptr;
-  torch::Tensor logits;
+  auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, want_attention ? &r.attention : nullptr,
+                                    packed_.get());
   if (s.vocabulary.defined()) {
-    auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention, packed_.get());
-    if (s.output) {
-      logits = (*s.output)(hidden);
-    } else if (s.weight_bf16.defined()) {
-      logits = torch::mm(hidden.to(torch::kBFloat16), s.weight_bf16.t()).to(torch::kFloat).add_(s.bias);
-    } else {
-      logits = torch::addmm(s.bias, hidden, s.weight.t());
-    }
+    r.logits = output_logits(hidden, s.output.get(), s.weight_bf16, s.weight, s.bias);
     r.vocabulary = s.vocabulary;
-  } else if (packed_) {
-    logits = packed_->output(model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention, packed_.get()));
-  } else if (out_weight_bf16_.defined()) {
-    auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, attention);
-    logits = torch::mm(hidden.to(torch::kBFloat16), out_weight_bf16_.t()).to(torch::kFloat).add_(model_->output_bias());
   } else {
-    logits = model_->step(prev_tokens, s.memory, s.state, s.t, attention);
+    r.logits = output_logits(hidden, packed_ ? &packed_->output : nullptr, out_weight_bf16_, model_->output_weight(),
+                             model_->output_bias());
   }
-  r.logits = std::move(logits);
   ++s.t;
   return r;
 }

@@ -214,11 +214,11 @@ void Trainer::prepare_data() {
   if (cfg_.decode.shortlist) {  // built again on every run: it follows the corpus and the tokenizer
     const auto start = std::chrono::steady_clock::now();
     lexicon_ = std::make_shared<const Lexicon>(train_lexicon(train_.examples, tokenizers_.src->vocab_size(),
-                                                             tokenizers_.tgt->vocab_size(), /*iterations=*/5,
-                                                             /*keep=*/100));
+                                                             tokenizers_.tgt->vocab_size(), kLexiconIterations,
+                                                             kLexiconKeep));
     const auto path = lexicon_path(cfg_.train.save_dir);
     if (is_main()) write_lexicon(*lexicon_, path);
-    spdlog::info("[data] decode.shortlist: lexicon (IBM Model 1, 5 iterations) in {:.1f}s -> {}",
+    spdlog::info("[data] decode.shortlist: lexicon (IBM Model 1, {} iterations) in {:.1f}s -> {}", kLexiconIterations,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), path);
   }
 }

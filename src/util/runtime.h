@@ -22,10 +22,10 @@ void tune_process();
 // - The first 60 MiB of the heap are taken and freed before the libraries' initialisers allocate
 //   into them, and advised into transparent huge pages first: page faults cost 12-17 us each on
 //   this VM, and LibTorch's start made ~17,000 of them. `attnmt --version`: 16.7k -> 6.6k page
-//   faults, 0.64 -> 0.47 s, peak RSS +0.5 MiB (README "Speed"). Not advised for `train`: bf16
+//   faults, 0.60 -> 0.46-0.49 s, peak RSS +0.5 MiB (README "Speed"). Not advised for `train`: bf16
 //   training ran at 1,952-2,522 tok/s with them vs 3,269-3,442 without (rnn256_bf16, 1 thread,
 //   3 alternating pairs). Taken and freed all the same: rnn256 training at 1 thread peaked at
-//   570 MiB so vs 681 without. ATTNMT_HUGE_PAGES=0 leaves the 60 MiB out.
+//   570 MiB vs 681 without. ATTNMT_HUGE_PAGES=0 leaves the 60 MiB out.
 // ATTNMT_MALLOC=system, or a GLIBC_TUNABLES setting, leaves both out (glibc's defaults).
 void tune_malloc_at_start(int argc, char** argv, char** envp);
 
