@@ -3,9 +3,21 @@
 #include "model/lstm_cell.h"
 #include "model/random.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <cmath>
 
 namespace attnmt {
+
+namespace {
+// Under CPU autocast (train.precision: bf16) the weight's cast copy, made once per forward pass
+// (autocast's cache keeps casts of leaf weights; a transposed view would be cast at every step,
+// and its gradient cast back at every step).
+torch::Tensor autocast_weight(const torch::Tensor& w) {
+  if (!at::autocast::is_cpu_enabled()) return w;
+  return at::autocast::cached_cast(at::autocast::get_autocast_cpu_dtype(), w, c10::DeviceType::CPU);
+}
+}  // namespace
 
 RnnStackImpl::RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t dynamic_size,
                            int64_t hidden, int64_t layers, double dropout)
@@ -56,14 +68,14 @@ torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates
   const auto& h = state.h[layer];
   if (lstm_) {
     auto gates = packed ? packed->hh[layer](h).add_(input_gates)
-                        : torch::addmm(input_gates + b_hh_[layer], h, w_hh_[layer].t());  // [N, 4H]
+                        : torch::addmm(input_gates + b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 4H]
     auto [h_new, c] = lstm_cell(gates, state.c[layer]);  // model/lstm_cell.h: one fused node
     state.c[layer] = c;
     state.h[layer] = h_new;
     return h_new;
   }
   // GRU: r and z from input+hidden; n uses r * (W_hn h + b_hn).
-  auto gh = packed ? packed->hh[layer](h) : torch::addmm(b_hh_[layer], h, w_hh_[layer].t());  // [N, 3H]
+  auto gh = packed ? packed->hh[layer](h) : torch::addmm(b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 3H]
   auto gi = input_gates.chunk(3, 1);
   auto hh = gh.chunk(3, 1);
   auto r = torch::sigmoid(gi[0] + hh[0]);
@@ -78,12 +90,12 @@ torch::Tensor RnnStackImpl::step(const torch::Tensor& static_gates, const torch:
                                  RnnState& state, const PackedRnnStack* packed) {
   auto gates = static_gates;
   if (w_dynamic_.defined()) {
-    gates = packed ? (*packed->dynamic)(dynamic).add_(gates) : torch::addmm(gates, dynamic, w_dynamic_.t());
+    gates = packed ? (*packed->dynamic)(dynamic).add_(gates) : torch::addmm(gates, dynamic, autocast_weight(w_dynamic_).t());
   }
   auto out = cell(0, gates, state, packed);
   for (int64_t l = 1; l < layers_; ++l) {
     auto in = stream_dropout(out, dropout_, is_training());
-    out = cell(l, packed ? (*packed->ih[l])(in) : torch::addmm(b_ih_[l], in, w_ih_[l].t()), state, packed);
+    out = cell(l, packed ? (*packed->ih[l])(in) : torch::addmm(b_ih_[l], in, autocast_weight(w_ih_[l]).t()), state, packed);
   }
   return out;
 }

@@ -1,6 +1,14 @@
 #include "train/loss.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/matmul_bf16.h"
+#include "train/softmax_rows.h"
 
 namespace attnmt {
 
@@ -15,69 +23,105 @@ struct ChunkedLoss {
   torch::Tensor grad_h, grad_w, grad_b;  // d loss / d (rows of hidden, W, b), when asked for
 };
 
-// rows [N, H] (real target positions only), y [N]. Per chunk of rows, with x = logits:
-//   lse = max + log sum exp(x - max);  nll = lse - x_y;  smooth = lse - mean(x)
-// and, when asked for, with p = softmax(x) and g = p - (1 - eps) onehot(y) - eps / V:
-//   grad_h = g W,  grad_W = g^T h,  grad_b = sum_rows g.
-// The [n, V] passes are kept few: exp(x - max) is formed in place of the logits and normalised
-// only inside the products (diag(1/s) p W and p^T diag(1/s) h); mean(x) is h mean_v(W) + mean(b);
-// the onehot and eps / V parts of g are rank-one corrections added outside.
+// rows [N, H] (real target positions only), y [N]. Per chunk of rows: logits x = h W^T + b, one
+// pass over them (softmax_rows: the loss terms and g), then grad_h = g W, grad_W += g^T h,
+// grad_b += sum_rows g. bf16: h, W and g in bfloat16, the products through oneDNN with fp32
+// results (runtime/matmul_bf16.h), the softmax in fp32; rows are padded to a multiple of 16 with
+// zeros, so that the products see few shapes.
 ChunkedLoss chunked_loss(const torch::Tensor& rows, const torch::Tensor& weight, const torch::Tensor& bias,
                          const torch::Tensor& y, double eps, bool with_grad, bool bf16, int64_t chunk_rows) {
-  const int64_t N = rows.size(0), V = weight.size(0);
+  const int64_t N = rows.size(0), H = rows.size(1), V = weight.size(0);
   const auto dtype = weight.scalar_type();
   const auto gemm_dtype = bf16 ? torch::kBFloat16 : dtype;
+  const int64_t padded = bf16 ? (N + 15) / 16 * 16 : N;
   const auto w = weight.to(gemm_dtype);
-  const auto h_all = rows.to(gemm_dtype);
-  const auto h_exact = rows.to(dtype);
-  torch::Tensor w_mean, b_mean, w_sum;
-  if (eps > 0) {
-    w_mean = weight.mean(0);  // [H]
-    b_mean = bias.mean();
-  }
+  auto h_all = rows.to(gemm_dtype);
+  if (padded > N) h_all = torch::cat({h_all, torch::zeros({padded - N, H}, h_all.options())});
+  const auto y_all = y.contiguous();
   ChunkedLoss r;
-  r.loss = torch::zeros({}, weight.options());
-  r.nll = torch::empty({N}, weight.options());
+  auto nll = torch::empty({N}, weight.options()), smooth = torch::empty({N}, weight.options());
+  torch::Tensor grad_h, grad_w, grad_b;
   if (with_grad) {
-    r.grad_h = torch::empty({N, rows.size(1)}, weight.options());
-    r.grad_w = torch::zeros_like(weight);
-    r.grad_b = torch::zeros_like(bias);
-    w_sum = weight.sum(0);  // [H]
+    grad_h = torch::empty({padded, H}, weight.options());
+    grad_w = torch::zeros_like(weight);
+    grad_b = torch::zeros_like(bias);
   }
-  for (int64_t start = 0; start < N; start += chunk_rows) {
-    const int64_t n = std::min(chunk_rows, N - start);
-    const auto h = h_all.narrow(0, start, n), hx = h_exact.narrow(0, start, n);
-    const auto target = y.narrow(0, start, n);
-    auto x = bf16 ? torch::mm(h, w.t()).to(dtype).add_(bias) : torch::addmm(bias, h, w.t());  // [n, V]
-    const auto x_y = x.gather(1, target.unsqueeze(1)).squeeze(1);                              // [n]
-    const auto max = x.amax(1, /*keepdim=*/true);                                              // [n, 1]
-    auto p = x.sub_(max).exp_();                                   // exp(x - max), in place of x
-    const auto sum = p.sum(1, /*keepdim=*/true);                   // [n, 1]
-    const auto lse = (max + sum.log()).squeeze(1);                 // [n]
-    const auto nll = lse - x_y;
-    r.nll.narrow(0, start, n).copy_(nll);
-    auto loss = (1.0 - eps) * nll.sum();
-    if (eps > 0) loss = loss + eps * (lse - torch::mv(hx, w_mean) - b_mean).sum();
-    r.loss.add_(loss);
-    if (!with_grad) continue;
-    const auto inv_sum = sum.reciprocal();  // [n, 1]: softmax = p * inv_sum
-    const auto pg = p.to(gemm_dtype);
-    // softmax part
-    auto grad_h = torch::mm(pg, w).to(dtype).mul_(inv_sum);                                    // [n, H]
-    r.grad_w.add_(torch::mm(pg.t(), (hx * inv_sum).to(gemm_dtype)).to(dtype));                // [V, H]
-    r.grad_b.add_(torch::mm(inv_sum.t().to(gemm_dtype), pg).to(dtype).squeeze(0));             // [V]
-    // - (1 - eps) onehot(y)
-    grad_h.sub_(weight.index_select(0, target), 1.0 - eps);
-    r.grad_w.index_add_(0, target, hx * -(1.0 - eps));
-    r.grad_b.index_add_(0, target, torch::full({n}, -(1.0 - eps), bias.options()));
-    // - eps / V everywhere
-    if (eps > 0) {
-      const double c = eps / static_cast<double>(V);
-      grad_h.sub_(w_sum.unsqueeze(0), c);
-      r.grad_w.sub_(hx.sum(0).unsqueeze(0), c);
-      r.grad_b.sub_(c * static_cast<double>(n));
+  auto logits = torch::empty({std::min(chunk_rows, padded), V}, weight.options());
+  auto g_buffer = with_grad ? torch::empty({std::min(chunk_rows, padded), V}, w.options()) : torch::Tensor();
+  const auto bias_c = bias.contiguous();
+  for (int64_t start = 0; start < padded; start += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, padded - start), real = std::max<int64_t>(0, std::min(n, N - start));
+    const auto h = h_all.narrow(0, start, n);
+    auto x = logits.narrow(0, 0, n);
+    if (!bf16 || !matmul_bf16_f32(h, w.t(), bias_c, x, /*accumulate=*/false)) {
+      if (bf16) {
+        x.copy_(torch::mm(h, w.t())).add_(bias_c);
+      } else {
+        torch::addmm_out(x, bias_c, h, w.t());
+      }
     }
-    r.grad_h.narrow(0, start, n).copy_(grad_h);
+    auto g = with_grad ? g_buffer.narrow(0, 0, n) : torch::Tensor();
+    if (with_grad && real < n) g.narrow(0, real, n - real).zero_();  // padding rows: no gradient
+    if (x.is_cpu()) {
+      AT_DISPATCH_FLOATING_TYPES(dtype, "softmax_rows", [&] {
+        using G = std::conditional_t<std::is_same_v<scalar_t, float>, uint16_t, scalar_t>;
+        TORCH_CHECK((!bf16 || std::is_same_v<scalar_t, float>), "output_layer_loss: bf16 products need fp32 weights");
+        auto* xp = x.data_ptr<scalar_t>();
+        const auto* yp = y_all.data_ptr<int64_t>() + start;
+        auto* nllp = nll.data_ptr<scalar_t>() + start;
+        auto* smoothp = smooth.data_ptr<scalar_t>() + start;
+        const auto e = static_cast<scalar_t>(eps);
+        std::mutex mutex;
+        at::parallel_for(0, real, 16, [&](int64_t begin, int64_t end) {
+          if (!with_grad) {
+            softmax_rows<scalar_t, scalar_t>(xp, yp, begin, end, V, e, nllp, smoothp, nullptr, nullptr);
+            return;
+          }
+          // The bias's gradient: a sum per task, added under the lock.
+          std::vector<scalar_t> colsum(static_cast<size_t>(V), 0);
+          if (bf16) {
+            auto* gp = reinterpret_cast<G*>(g.data_ptr());
+            softmax_rows<scalar_t, G>(xp, yp, begin, end, V, e, nllp, smoothp, gp, colsum.data());
+          } else {
+            softmax_rows<scalar_t, scalar_t>(xp, yp, begin, end, V, e, nllp, smoothp, g.data_ptr<scalar_t>(),
+                                             colsum.data());
+          }
+          std::lock_guard<std::mutex> lock(mutex);
+          auto* b = grad_b.data_ptr<scalar_t>();
+          for (int64_t v = 0; v < V; ++v) b[v] += colsum[static_cast<size_t>(v)];
+        });
+      });
+    } else {
+      // Other devices: the same quantities from LibTorch's operators.
+      const auto xr = x.narrow(0, 0, real), yr = y_all.narrow(0, start, real);
+      const auto lse = torch::logsumexp(xr, 1);
+      nll.narrow(0, start, real).copy_(lse - xr.gather(1, yr.unsqueeze(1)).squeeze(1));
+      smooth.narrow(0, start, real).copy_(lse - xr.mean(1));
+      if (with_grad) {
+        auto d = torch::softmax(xr, 1).sub_(eps / static_cast<double>(V));
+        d.scatter_add_(1, yr.unsqueeze(1), torch::full({real, 1}, -(1.0 - eps), d.options()));
+        grad_b.add_(d.sum(0));
+        g.narrow(0, 0, real).copy_(d);
+      }
+    }
+    if (!with_grad) continue;
+    auto gh = grad_h.narrow(0, start, n);
+    if (!bf16) {
+      torch::mm_out(gh, g, w);
+      grad_w.addmm_(g.t(), h);
+    } else {
+      if (!matmul_bf16_f32(g, w, torch::Tensor(), gh, /*accumulate=*/false)) gh.copy_(torch::mm(g, w));
+      if (!matmul_bf16_f32(g.t(), h, torch::Tensor(), grad_w, /*accumulate=*/true)) {
+        grad_w.add_(torch::mm(g.t(), h).to(dtype));
+      }
+    }
+  }
+  r.loss = ((1.0 - eps) * nll.sum() + eps * smooth.sum()).to(dtype);
+  r.nll = nll;
+  if (with_grad) {
+    r.grad_h = grad_h.narrow(0, 0, N);
+    r.grad_w = grad_w;
+    r.grad_b = grad_b;
   }
   return r;
 }

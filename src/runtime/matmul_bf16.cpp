@@ -1,0 +1,101 @@
+#include "runtime/matmul_bf16.h"
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#ifdef ATTNMT_WITH_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace attnmt {
+
+#ifdef ATTNMT_WITH_DNNL
+namespace {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+struct Kernel {
+  dnnl::matmul::primitive_desc desc;
+  dnnl::matmul primitive;
+};
+
+// Shapes, strides, bias and accumulation: a kernel is JIT-compiled once per key (~0.5 ms).
+using Key = std::array<int64_t, 10>;
+
+std::shared_ptr<const Kernel> make_kernel(const Key& key) {
+  using dnnl::memory;
+  const auto m = key[0], k = key[1], n = key[2];
+  memory::desc a({m, k}, memory::data_type::bf16, memory::dims{key[3], key[4]});
+  memory::desc b({k, n}, memory::data_type::bf16, memory::dims{key[5], key[6]});
+  memory::desc c({m, n}, memory::data_type::f32, memory::dims{key[7], 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (key[9] != 0) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  auto desc = key[8] != 0
+                  ? dnnl::matmul::primitive_desc(
+                        dnnl::matmul::desc(a, b, memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab), c),
+                        attr, cpu_engine())
+                  : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+  return std::make_shared<const Kernel>(Kernel{desc, dnnl::matmul(desc)});
+}
+
+}  // namespace
+#endif
+
+bool matmul_bf16_f32(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, const at::Tensor& c,
+                     bool accumulate) {
+#ifdef ATTNMT_WITH_DNNL
+  if (!a.is_cpu() || !b.is_cpu() || !c.is_cpu() || a.dim() != 2 || b.dim() != 2 || c.dim() != 2 ||
+      a.scalar_type() != at::kBFloat16 || b.scalar_type() != at::kBFloat16 || c.scalar_type() != at::kFloat ||
+      a.size(1) != b.size(0) || c.size(0) != a.size(0) || c.size(1) != b.size(1) || c.stride(1) != 1) {
+    return false;
+  }
+  if (bias.defined() && (!bias.is_cpu() || bias.scalar_type() != at::kFloat || bias.numel() != c.size(1))) return false;
+  if (a.numel() == 0 || c.numel() == 0) {
+    if (!accumulate) c.zero_();
+    if (bias.defined() && c.numel() > 0) c.add_(bias);
+    return true;
+  }
+  const Key key{a.size(0), a.size(1), b.size(1), a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                c.stride(0), bias.defined() ? 1 : 0, accumulate ? 1 : 0};
+  // One cache per thread (training's replicas each multiply in a thread of their own).
+  thread_local std::map<Key, std::shared_ptr<const Kernel>> kernels;
+  auto& kernel = kernels[key];
+  try {
+    if (!kernel) kernel = make_kernel(key);
+  } catch (const dnnl::error&) {
+    kernels.erase(key);
+    return false;  // no kernel for this CPU and type (bf16 wants AVX-512)
+  }
+  const auto& desc = kernel->desc;
+  auto& engine = cpu_engine();
+  const auto bias_f32 = bias.defined() ? bias.contiguous() : at::Tensor();
+  auto scratch = at::empty({static_cast<int64_t>(desc.scratchpad_desc().get_size())}, c.options().dtype(at::kByte));
+  using dnnl::memory;
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(desc.src_desc(), engine, a.data_ptr())},
+                                       {DNNL_ARG_WEIGHTS, memory(desc.weights_desc(), engine, b.data_ptr())},
+                                       {DNNL_ARG_DST, memory(desc.dst_desc(), engine, c.data_ptr())},
+                                       {DNNL_ARG_SCRATCHPAD, memory(desc.scratchpad_desc(), engine, scratch.data_ptr())}};
+  if (bias_f32.defined()) args.emplace(DNNL_ARG_BIAS, memory(desc.bias_desc(), engine, bias_f32.data_ptr()));
+  thread_local dnnl::stream stream(engine);
+  kernel->primitive.execute(stream, args);
+  stream.wait();
+  return true;
+#else
+  (void)a, (void)b, (void)bias, (void)c, (void)accumulate;
+  return false;
+#endif
+}
+
+}  // namespace attnmt
