@@ -52,7 +52,14 @@ torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input, const P
     }
     return out.transpose(0, 1).contiguous();  // [B, S, H]
   }
-  if (!lstm_.empty()) return std::get<0>(lstm_[index]->forward(input));
+  if (!lstm_.empty()) {
+    if (input.is_cpu() && torch::GradMode::is_enabled() && is_training()) {
+      // Training: one autograd node per layer and direction (model/lstm_cell.h).
+      const auto p = lstm_[index]->named_parameters(false);
+      return lstm_layer(input, p["weight_ih_l0"], p["weight_hh_l0"], p["bias_ih_l0"], p["bias_hh_l0"]);
+    }
+    return std::get<0>(lstm_[index]->forward(input));
+  }
   return std::get<0>(gru_[index]->forward(input));
 }
 

@@ -1,12 +1,17 @@
 #include "model/lstm_cell.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
+#include "runtime/bf16_bits.h"
 #include "runtime/fast_exp.h"
+#include "runtime/matmul_bf16.h"
 
 namespace attnmt {
 
@@ -24,10 +29,11 @@ inline double fast_tanh(double x) { return std::tanh(x); }
 
 // Rows [begin, end) of the forward pass. kSave (training): act receives (i, f, g, o) and tc
 // receives tanh(c), for the backward pass.
-template <typename T, bool kSave>
+// hb (else nullptr): h rounded to bfloat16 as well (bits, nearest even), the next products' operand.
+template <typename T, bool kSave, bool kBf16Copy = false>
 __attribute__((target_clones("avx512f", "avx2", "default"))) void forward_rows(
     const T* __restrict gates, const T* __restrict c_prev, T* __restrict act, T* __restrict c, T* __restrict tc,
-    T* __restrict h, int64_t begin, int64_t end, int64_t H) {
+    T* __restrict h, int64_t begin, int64_t end, int64_t H, uint16_t* __restrict hb = nullptr) {
   for (int64_t n = begin; n < end; ++n) {
     const T* a = gates + n * 4 * H;
     for (int64_t j = 0; j < H; ++j) {
@@ -46,27 +52,46 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void forward_rows(
       c[n * H + j] = cn;
       h[n * H + j] = o * t;
     }
+    // Rounded in a loop of its own: in the loop above, the 16-bit stores stop it vectorising.
+    if constexpr (kBf16Copy) {
+      for (int64_t j = 0; j < H; ++j) hb[n * H + j] = bf16_bits(static_cast<float>(h[n * H + j]));
+    }
   }
 }
 
-// Rows [begin, end) of the backward pass: from dh, dc (the gradients of the outputs) to the
-// gradients of the pre-activations (dgates) and of c_prev (dc_prev).
-template <typename T>
+// Rows [begin, end) of the backward pass: from dh (+ dh2 with kDh2), dc (the gradients of the
+// outputs) to the gradients of the pre-activations (dgates, in D: T or uint16_t bfloat16 bits) and
+// of c_prev (dc_prev). (Compile-time switches: a branch in the loop stops it vectorising.)
+template <typename T, typename D = T, bool kDh2 = false>
 __attribute__((target_clones("avx512f", "avx2", "default"))) void backward_rows(
     const T* __restrict act, const T* __restrict c_prev, const T* __restrict tc, const T* __restrict dh,
-    const T* __restrict dc_out, T* __restrict dgates, T* __restrict dc_prev, int64_t begin, int64_t end, int64_t H) {
+    const T* __restrict dh2, const T* __restrict dc_out, D* __restrict dgates, T* __restrict dc_prev, int64_t begin,
+    int64_t end, int64_t H) {
+  constexpr bool kRound = !std::is_same_v<D, T>;  // bfloat16 dgates: via a T row, then rounded
+  std::vector<T> row(kRound ? static_cast<size_t>(4 * H) : 0);
   for (int64_t n = begin; n < end; ++n) {
     const T* s = act + n * 4 * H;
-    T* d = dgates + n * 4 * H;
+    T* d;
+    if constexpr (kRound) {
+      d = row.data();
+    } else {
+      d = dgates + n * 4 * H;
+    }
     for (int64_t j = 0; j < H; ++j) {
       const int64_t k = n * H + j;
       const T i = s[j], f = s[H + j], g = s[2 * H + j], o = s[3 * H + j], t = tc[k];
-      const T dc = dc_out[k] + dh[k] * o * (T(1) - t * t);
+      T dhk = dh[k];
+      if constexpr (kDh2) dhk += dh2[k];
+      const T dc = dc_out[k] + dhk * o * (T(1) - t * t);
       d[j] = dc * g * i * (T(1) - i);
       d[H + j] = dc * c_prev[k] * f * (T(1) - f);
       d[2 * H + j] = dc * i * (T(1) - g * g);
-      d[3 * H + j] = dh[k] * t * o * (T(1) - o);
+      d[3 * H + j] = dhk * t * o * (T(1) - o);
       dc_prev[k] = dc * f;
+    }
+    if constexpr (kRound) {
+      D* out = dgates + n * 4 * H;
+      for (int64_t j = 0; j < 4 * H; ++j) out[j] = bf16_bits(static_cast<float>(d[j]));
     }
   }
 }
@@ -106,8 +131,9 @@ struct LstmCellFunction : torch::autograd::Function<LstmCellFunction> {
       const auto *a = act.data_ptr<scalar_t>(), *cp = c_prev.data_ptr<scalar_t>(), *t = tc.data_ptr<scalar_t>();
       const auto *gh = dh.data_ptr<scalar_t>(), *gc = dc.data_ptr<scalar_t>();
       auto *dg = dgates.data_ptr<scalar_t>(), *dcp = dc_prev.data_ptr<scalar_t>();
-      at::parallel_for(0, N, grain(H),
-                       [&](int64_t b, int64_t e) { backward_rows<scalar_t>(a, cp, t, gh, gc, dg, dcp, b, e, H); });
+      at::parallel_for(0, N, grain(H), [&](int64_t b, int64_t e) {
+        backward_rows<scalar_t>(a, cp, t, gh, nullptr, gc, dg, dcp, b, e, H);
+      });
     });
     return {dgates, dc_prev};
   }
@@ -153,6 +179,117 @@ std::pair<torch::Tensor, torch::Tensor> lstm_cell(const torch::Tensor& gates_in,
     });
   });
   return {h, c};
+}
+
+namespace {
+
+// c (+)= a b in the products' type: bfloat16 operands through oneDNN (fp32 result), else fp32/fp64.
+void product(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool accumulate) {
+  if (a.scalar_type() == torch::kBFloat16) {
+    if (matmul_bf16_f32(a, b, torch::Tensor(), c, accumulate)) return;
+    auto p = torch::mm(a, b).to(c.scalar_type());
+    accumulate ? c.add_(p) : c.copy_(p);
+  } else if (accumulate) {
+    c.addmm_(a, b);
+  } else {
+    torch::mm_out(const_cast<torch::Tensor&>(c), a, b);
+  }
+}
+
+struct LstmLayerFunction : torch::autograd::Function<LstmLayerFunction> {
+  // x [S, B, In] time-major; returns h [S, B, H].
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w_ih,
+                               const torch::Tensor& w_hh, const torch::Tensor& b_ih, const torch::Tensor& b_hh,
+                               bool bf16) {
+    const int64_t S = x.size(0), B = x.size(1), In = x.size(2), H = w_hh.size(1);
+    const auto type = x.scalar_type();
+    const auto gemm_type = bf16 ? torch::kBFloat16 : type;
+    const auto xg = x.reshape({S * B, In}).to(gemm_type).contiguous();
+    const auto wi = w_ih.to(gemm_type), wh = w_hh.to(gemm_type);
+    // Every step's input gates in one product, the biases included; step t then adds h_{t-1} W_hh^T.
+    auto gates = (b_ih + b_hh).to(type).unsqueeze(0).repeat({S * B, 1});  // [S*B, 4H]
+    product(xg, wi.t(), gates, /*accumulate=*/true);
+    gates = gates.view({S, B, 4 * H});
+    auto h = torch::zeros({S + 1, B, H}, x.options());  // h[0] = 0, h[t + 1] = step t's output
+    auto hg = bf16 ? torch::zeros({S + 1, B, H}, x.options().dtype(gemm_type)) : h;
+    auto c = torch::zeros({S + 1, B, H}, x.options());
+    auto act = torch::empty({S, B, 4 * H}, x.options()), tc = torch::empty({S, B, H}, x.options());
+    for (int64_t t = 0; t < S; ++t) {
+      product(hg[t], wh.t(), gates[t], /*accumulate=*/true);
+      AT_DISPATCH_FLOATING_TYPES(type, "lstm_layer_forward", [&] {
+        const auto* g = gates[t].data_ptr<scalar_t>();
+        const auto* cp = c[t].data_ptr<scalar_t>();
+        auto* a = act[t].data_ptr<scalar_t>();
+        auto *cn = c[t + 1].data_ptr<scalar_t>(), *tn = tc[t].data_ptr<scalar_t>(), *hn = h[t + 1].data_ptr<scalar_t>();
+        auto* hb = bf16 ? reinterpret_cast<uint16_t*>(hg[t + 1].data_ptr()) : nullptr;
+        at::parallel_for(0, B, grain(H), [&](int64_t b, int64_t e) {
+          if (hb) {
+            forward_rows<scalar_t, true, true>(g, cp, a, cn, tn, hn, b, e, H, hb);
+          } else {
+            forward_rows<scalar_t, true>(g, cp, a, cn, tn, hn, b, e, H);
+          }
+        });
+      });
+    }
+    ctx->save_for_backward({xg, wi, wh, hg, c, act, tc});
+    ctx->saved_data["in"] = In;
+    return {h.narrow(0, 1, S)};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &xg = saved[0], &wi = saved[1], &wh = saved[2], &hg = saved[3], &c = saved[4], &act = saved[5],
+               &tc = saved[6];
+    const int64_t S = act.size(0), B = act.size(1), H = tc.size(2), In = ctx->saved_data["in"].toInt();
+    const auto type = act.scalar_type(), gemm_type = xg.scalar_type();
+    const bool bf16 = gemm_type == torch::kBFloat16;
+    const auto dout = grads[0].contiguous();  // [S, B, H]
+    auto dgates = torch::empty({S, B, 4 * H}, act.options().dtype(gemm_type));
+    auto dh = torch::zeros({B, H}, act.options()), dc = torch::zeros({B, H}, act.options());
+    auto dc_prev = torch::empty({B, H}, act.options());
+    for (int64_t t = S - 1; t >= 0; --t) {
+      AT_DISPATCH_FLOATING_TYPES(type, "lstm_layer_backward", [&] {
+        const auto *a = act[t].data_ptr<scalar_t>(), *cp = c[t].data_ptr<scalar_t>(), *tt = tc[t].data_ptr<scalar_t>();
+        const auto *go = dout[t].data_ptr<scalar_t>(), *gh = dh.data_ptr<scalar_t>(), *gc = dc.data_ptr<scalar_t>();
+        auto* dcp = dc_prev.data_ptr<scalar_t>();
+        at::parallel_for(0, B, grain(H), [&](int64_t b, int64_t e) {
+          if (bf16) {
+            auto* dg = reinterpret_cast<uint16_t*>(dgates[t].data_ptr());
+            backward_rows<scalar_t, uint16_t, true>(a, cp, tt, go, gh, gc, dg, dcp, b, e, H);
+          } else {
+            backward_rows<scalar_t, scalar_t, true>(a, cp, tt, go, gh, gc, dgates[t].data_ptr<scalar_t>(), dcp, b, e, H);
+          }
+        });
+      });
+      std::swap(dc, dc_prev);
+      if (t > 0) product(dgates[t], wh, dh, /*accumulate=*/false);  // d h_{t-1} = dgates_t W_hh
+    }
+    // The weights' gradients over all steps at once: [4H, S*B] x [S*B, *].
+    const auto dg = dgates.view({S * B, 4 * H});
+    auto dw_hh = torch::empty({4 * H, H}, act.options()), dw_ih = torch::empty({4 * H, In}, act.options());
+    product(dg.t(), hg.narrow(0, 0, S).reshape({S * B, H}), dw_hh, /*accumulate=*/false);
+    product(dg.t(), xg, dw_ih, /*accumulate=*/false);
+    auto dx = torch::empty({S * B, In}, act.options());
+    product(dg, wi, dx, /*accumulate=*/false);
+    auto db = dg.sum(0, /*keepdim=*/false, type);
+    return {dx.view({S, B, In}), dw_ih, dw_hh, db, db.clone(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor lstm_layer(const torch::Tensor& x, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
+                         const torch::Tensor& b_ih, const torch::Tensor& b_hh) {
+  // Under bf16 autocast the products run in bfloat16; autocast itself is off inside, where the
+  // products' types are chosen by hand.
+  struct AutocastOff {
+    bool was = at::autocast::is_cpu_enabled();
+    AutocastOff() { at::autocast::set_cpu_enabled(false); }
+    ~AutocastOff() { at::autocast::set_cpu_enabled(was); }
+  } off;
+  const bool bf16 = off.was && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
+  const auto type = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  return LstmLayerFunction::apply(x.transpose(0, 1).to(type), w_ih, w_hh, b_ih, b_hh, bf16)[0].transpose(0, 1);
 }
 
 }  // namespace attnmt

@@ -1,9 +1,9 @@
 #include "train/softmax_rows.h"
 
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
+#include "runtime/bf16_bits.h"
 #include "runtime/fast_exp.h"
 
 namespace attnmt {
@@ -13,10 +13,7 @@ namespace {
 template <typename G, typename X>
 inline G round_to(X v) {
   if constexpr (std::is_same_v<G, uint16_t>) {
-    const float f = static_cast<float>(v);
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    return bf16_bits(static_cast<float>(v));
   } else {
     return static_cast<G>(v);
   }

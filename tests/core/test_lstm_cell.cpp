@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <ATen/autocast_mode.h>
+
 #include <limits>
+#include <vector>
 
 #include "model/lstm_cell.h"
 
@@ -96,4 +99,66 @@ TEST_CASE("fused LSTM cell: NaN propagates, strided and bf16 inputs work", "[lst
   const auto b = lstm_cell(gb, c);
   CHECK(b.first.scalar_type() == torch::kFloat);
   CHECK((b.first - lstm_cell_unfused(gb.to(torch::kFloat), c).first).abs().max().item<double>() < 2e-6);
+}
+
+namespace {
+
+// lstm_layer and torch::nn::LSTM (one layer, batch_first, the same weights) on the same input:
+// outputs, and the gradients of a weighted sum of them with respect to the input and every weight.
+struct LayerRun {
+  torch::Tensor out;
+  std::vector<torch::Tensor> grads;  // x, w_ih, w_hh, b_ih, b_hh
+};
+
+LayerRun run_layer(bool reference, torch::nn::LSTM& lstm, const torch::Tensor& x0, const torch::Tensor& w) {
+  auto x = x0.detach().clone().requires_grad_();
+  auto p = lstm->named_parameters(false);
+  std::vector<torch::Tensor> params{p["weight_ih_l0"], p["weight_hh_l0"], p["bias_ih_l0"], p["bias_hh_l0"]};
+  for (auto& t : params) t.mutable_grad() = torch::Tensor();
+  auto out = reference ? std::get<0>(lstm->forward(x)) : lstm_layer(x, params[0], params[1], params[2], params[3]);
+  (out * w).sum().backward();
+  LayerRun r{out.detach(), {x.grad()}};
+  for (auto& t : params) r.grads.push_back(t.grad().clone());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("lstm_layer: outputs and gradients match torch::nn::LSTM", "[lstm_cell]") {
+  torch::manual_seed(7);
+  const int64_t B = 5, S = 9, In = 6, H = 7;
+  for (auto dtype : {torch::kDouble, torch::kFloat}) {
+    torch::nn::LSTM lstm(torch::nn::LSTMOptions(In, H).batch_first(true));
+    lstm->to(dtype);
+    const auto x = torch::randn({B, S, In}, torch::dtype(dtype)), w = torch::randn({B, S, H}, torch::dtype(dtype));
+    const auto ref = run_layer(true, lstm, x, w), got = run_layer(false, lstm, x, w);
+    const double tol = dtype == torch::kDouble ? 1e-12 : 2e-5;
+    CHECK(torch::allclose(got.out, ref.out, tol, tol));
+    const char* names[] = {"x", "w_ih", "w_hh", "b_ih", "b_hh"};
+    for (size_t k = 0; k < ref.grads.size(); ++k) {
+      INFO(names[k] << (dtype == torch::kDouble ? " double" : " float"));
+      CHECK(torch::allclose(got.grads[k], ref.grads[k], tol, tol));
+    }
+  }
+}
+
+TEST_CASE("lstm_layer under bf16 autocast stays close to the fp32 layer", "[lstm_cell]") {
+  torch::manual_seed(8);
+  const int64_t B = 6, S = 11, In = 32, H = 16;
+  torch::nn::LSTM lstm(torch::nn::LSTMOptions(In, H).batch_first(true));
+  const auto x = torch::randn({B, S, In}), w = torch::randn({B, S, H});
+  const auto ref = run_layer(false, lstm, x, w);
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_cpu_enabled(true);
+  const auto got = run_layer(false, lstm, x, w);
+  at::autocast::set_cpu_enabled(false);
+  at::autocast::clear_cache();
+  CHECK(got.out.scalar_type() == torch::kFloat);
+  auto rel = [](const torch::Tensor& a, const torch::Tensor& b) { return ((a - b).norm() / b.norm()).item<double>(); };
+  CHECK(rel(got.out, ref.out) < 2e-2);
+  for (size_t k = 0; k < ref.grads.size(); ++k) {
+    INFO("gradient " << k);
+    CHECK(got.grads[k].scalar_type() == torch::kFloat);
+    CHECK(rel(got.grads[k], ref.grads[k]) < 3e-2);
+  }
 }
