@@ -5,21 +5,17 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #ifdef ATTNMT_WITH_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "runtime/dnnl_engine.h"
 #endif
 
 namespace attnmt {
 
 #ifdef ATTNMT_WITH_DNNL
 namespace {
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 struct Kernel {
   dnnl::matmul::primitive_desc desc;
@@ -28,6 +24,7 @@ struct Kernel {
 
 // Shapes, strides, bias and accumulation: a kernel is JIT-compiled once per key (~0.5 ms).
 using Key = std::array<int64_t, 10>;
+constexpr size_t kMaxKernels = 512;
 
 std::shared_ptr<const Kernel> make_kernel(const Key& key) {
   using dnnl::memory;
@@ -45,8 +42,8 @@ std::shared_ptr<const Kernel> make_kernel(const Key& key) {
   auto desc = key[8] != 0
                   ? dnnl::matmul::primitive_desc(
                         dnnl::matmul::desc(a, b, memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab), c),
-                        attr, cpu_engine())
-                  : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+                        attr, dnnl_cpu_engine())
+                  : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, dnnl_cpu_engine());
   return std::make_shared<const Kernel>(Kernel{desc, dnnl::matmul(desc)});
 }
 
@@ -69,17 +66,31 @@ bool matmul_bf16_f32(const at::Tensor& a, const at::Tensor& b, const at::Tensor&
   }
   const Key key{a.size(0), a.size(1), b.size(1), a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                 c.stride(0), bias.defined() ? 1 : 0, accumulate ? 1 : 0};
-  // One cache per thread (training's replicas each multiply in a thread of their own).
-  thread_local std::map<Key, std::shared_ptr<const Kernel>> kernels;
-  auto& kernel = kernels[key];
-  try {
-    if (!kernel) kernel = make_kernel(key);
-  } catch (const dnnl::error&) {
-    kernels.erase(key);
-    return false;  // no kernel for this CPU and type (bf16 wants AVX-512)
+  // One cache for the process (a primitive may run in several threads at once: the scratchpad is
+  // the caller's). Training's replica threads start afresh each update, so a cache per thread
+  // would build its kernels again every update.
+  static std::mutex mutex;
+  static std::map<Key, std::shared_ptr<const Kernel>> kernels;
+  std::shared_ptr<const Kernel> kernel;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = kernels.find(key);
+    if (it != kernels.end()) kernel = it->second;
+  }
+  if (!kernel) {
+    try {
+      kernel = make_kernel(key);
+    } catch (const dnnl::error&) {
+      return false;  // no kernel for this CPU and type (bf16 wants AVX-512)
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    // Row counts follow the batches' lengths: bounded, like oneDNN's own cache (1,024 primitives),
+    // so that a long run does not keep every shape it met (kernels in use stay alive).
+    if (kernels.size() >= kMaxKernels) kernels.clear();
+    kernel = kernels.emplace(key, kernel).first->second;
   }
   const auto& desc = kernel->desc;
-  auto& engine = cpu_engine();
+  auto& engine = dnnl_cpu_engine();
   const auto bias_f32 = bias.defined() ? bias.contiguous() : at::Tensor();
   auto scratch = at::empty({static_cast<int64_t>(desc.scratchpad_desc().get_size())}, c.options().dtype(at::kByte));
   using dnnl::memory;

@@ -6,19 +6,10 @@
 #include <unordered_map>
 
 #ifdef ATTNMT_WITH_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "runtime/dnnl_engine.h"
 #endif
 
 namespace attnmt {
-
-#ifdef ATTNMT_WITH_DNNL
-namespace {
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-}  // namespace
-#endif
 
 struct PackedLinear::Impl {
   at::Tensor weight, bias;  // the fallback's operands (and the shapes)
@@ -45,9 +36,9 @@ struct PackedLinear::Impl {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: concurrent use is safe
     if (bias_f32.defined()) {
       memory::desc b({1, n}, memory::data_type::f32, memory::format_tag::ab);
-      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, b, dst), attr, cpu_engine());
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, b, dst), attr, dnnl_cpu_engine());
     }
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, dnnl_cpu_engine());
   }
   std::shared_ptr<const Kernel> kernel_for(int64_t m) const {
     {
@@ -79,9 +70,9 @@ PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, boo
     memory::desc any({k, n}, impl_->src_type, memory::format_tag::any);
     impl_->weights_desc = impl_->make_desc(64, any).weights_desc();
     auto w = weight.detach().contiguous();
-    memory user({{k, n}, memory::data_type::f32, memory::format_tag::ba}, cpu_engine(), w.data_ptr());
-    impl_->packed_weights = memory(impl_->weights_desc, cpu_engine());
-    dnnl::stream stream(cpu_engine());
+    memory user({{k, n}, memory::data_type::f32, memory::format_tag::ba}, dnnl_cpu_engine(), w.data_ptr());
+    impl_->packed_weights = memory(impl_->weights_desc, dnnl_cpu_engine());
+    dnnl::stream stream(dnnl_cpu_engine());
     dnnl::reorder(user, impl_->packed_weights).execute(stream, user, impl_->packed_weights);
     stream.wait();
     impl_->use_dnnl = true;
@@ -134,7 +125,7 @@ at::Tensor PackedLinear::operator()(const at::Tensor& x) const {
     }
     auto out = at::empty({rows, im.weight.size(0)}, x.options());
     auto scratch = at::empty({static_cast<int64_t>(desc->scratchpad_desc().get_size())}, x.options().dtype(at::kByte));
-    auto& engine = cpu_engine();
+    auto& engine = dnnl_cpu_engine();
     memory src_m(desc->src_desc(), engine, src.data_ptr());
     memory dst_m(desc->dst_desc(), engine, out.data_ptr());
     memory scratch_m(desc->scratchpad_desc(), engine, scratch.data_ptr());
