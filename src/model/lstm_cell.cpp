@@ -183,19 +183,6 @@ std::pair<torch::Tensor, torch::Tensor> lstm_cell(const torch::Tensor& gates_in,
 
 namespace {
 
-// c (+)= a b in the products' type: bfloat16 operands through oneDNN (fp32 result), else fp32/fp64.
-void product(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, bool accumulate) {
-  if (a.scalar_type() == torch::kBFloat16) {
-    if (matmul_bf16_f32(a, b, torch::Tensor(), c, accumulate)) return;
-    auto p = torch::mm(a, b).to(c.scalar_type());
-    accumulate ? c.add_(p) : c.copy_(p);
-  } else if (accumulate) {
-    c.addmm_(a, b);
-  } else {
-    torch::mm_out(const_cast<torch::Tensor&>(c), a, b);
-  }
-}
-
 struct LstmLayerFunction : torch::autograd::Function<LstmLayerFunction> {
   // x [S, B, In] time-major; returns h [S, B, H].
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w_ih,
@@ -207,15 +194,15 @@ struct LstmLayerFunction : torch::autograd::Function<LstmLayerFunction> {
     const auto xg = x.reshape({S * B, In}).to(gemm_type).contiguous();
     const auto wi = w_ih.to(gemm_type), wh = w_hh.to(gemm_type);
     // Every step's input gates in one product, the biases included; step t then adds h_{t-1} W_hh^T.
-    auto gates = (b_ih + b_hh).to(type).unsqueeze(0).repeat({S * B, 1});  // [S*B, 4H]
-    product(xg, wi.t(), gates, /*accumulate=*/true);
+    auto gates = torch::empty({S * B, 4 * H}, x.options());
+    matmul_into(xg, wi.t(), (b_ih + b_hh).to(type), gates, /*accumulate=*/false);
     gates = gates.view({S, B, 4 * H});
     auto h = torch::zeros({S + 1, B, H}, x.options());  // h[0] = 0, h[t + 1] = step t's output
     auto hg = bf16 ? torch::zeros({S + 1, B, H}, x.options().dtype(gemm_type)) : h;
     auto c = torch::zeros({S + 1, B, H}, x.options());
     auto act = torch::empty({S, B, 4 * H}, x.options()), tc = torch::empty({S, B, H}, x.options());
     for (int64_t t = 0; t < S; ++t) {
-      product(hg[t], wh.t(), gates[t], /*accumulate=*/true);
+      matmul_into(hg[t], wh.t(), torch::Tensor(), gates[t], /*accumulate=*/true);
       AT_DISPATCH_FLOATING_TYPES(type, "lstm_layer_forward", [&] {
         const auto* g = gates[t].data_ptr<scalar_t>();
         const auto* cp = c[t].data_ptr<scalar_t>();
@@ -262,15 +249,15 @@ struct LstmLayerFunction : torch::autograd::Function<LstmLayerFunction> {
         });
       });
       std::swap(dc, dc_prev);
-      if (t > 0) product(dgates[t], wh, dh, /*accumulate=*/false);  // d h_{t-1} = dgates_t W_hh
+      if (t > 0) matmul_into(dgates[t], wh, torch::Tensor(), dh, /*accumulate=*/false);  // d h_{t-1} = dgates_t W_hh
     }
     // The weights' gradients over all steps at once: [4H, S*B] x [S*B, *].
     const auto dg = dgates.view({S * B, 4 * H});
     auto dw_hh = torch::empty({4 * H, H}, act.options()), dw_ih = torch::empty({4 * H, In}, act.options());
-    product(dg.t(), hg.narrow(0, 0, S).reshape({S * B, H}), dw_hh, /*accumulate=*/false);
-    product(dg.t(), xg, dw_ih, /*accumulate=*/false);
+    matmul_into(dg.t(), hg.narrow(0, 0, S).reshape({S * B, H}), torch::Tensor(), dw_hh, /*accumulate=*/false);
+    matmul_into(dg.t(), xg, torch::Tensor(), dw_ih, /*accumulate=*/false);
     auto dx = torch::empty({S * B, In}, act.options());
-    product(dg, wi, dx, /*accumulate=*/false);
+    matmul_into(dg, wi, torch::Tensor(), dx, /*accumulate=*/false);
     auto db = dg.sum(0, /*keepdim=*/false, type);
     return {dx.view({S, B, In}), dw_ih, dw_hh, db, db.clone(), torch::Tensor()};
   }

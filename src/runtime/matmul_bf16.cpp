@@ -109,4 +109,22 @@ bool matmul_bf16_f32(const at::Tensor& a, const at::Tensor& b, const at::Tensor&
 #endif
 }
 
+void matmul_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, const at::Tensor& c,
+                 bool accumulate) {
+  auto& out = const_cast<at::Tensor&>(c);  // written in place, as the _out operators do
+  if (a.scalar_type() == at::kBFloat16) {
+    if (matmul_bf16_f32(a, b, bias, c, accumulate)) return;
+    auto product = at::mm(a, b).to(c.scalar_type());
+    if (bias.defined()) product.add_(bias);
+    accumulate ? out.add_(product) : out.copy_(product);
+  } else if (accumulate) {
+    out.addmm_(a, b);
+    if (bias.defined()) out.add_(bias);
+  } else if (bias.defined()) {
+    at::addmm_out(out, bias, a, b);
+  } else {
+    at::mm_out(out, a, b);
+  }
+}
+
 }  // namespace attnmt

@@ -18,4 +18,10 @@ namespace attnmt {
 bool matmul_bf16_f32(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, const at::Tensor& c,
                      bool accumulate);
 
+// The same product in the operands' type, always: bfloat16 operands through matmul_bf16_f32, else
+// LibTorch's bfloat16 product converted to c's type; fp32/fp64 operands through LibTorch's addmm
+// (c of the same type). For the loss (train/loss.cpp) and the encoder layer (model/lstm_cell.h).
+void matmul_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, const at::Tensor& c,
+                 bool accumulate);
+
 }  // namespace attnmt

@@ -53,13 +53,7 @@ ChunkedLoss chunked_loss(const torch::Tensor& rows, const torch::Tensor& weight,
     const int64_t n = std::min(chunk_rows, padded - start), real = std::max<int64_t>(0, std::min(n, N - start));
     const auto h = h_all.narrow(0, start, n);
     auto x = logits.narrow(0, 0, n);
-    if (!bf16 || !matmul_bf16_f32(h, w.t(), bias_c, x, /*accumulate=*/false)) {
-      if (bf16) {
-        x.copy_(torch::mm(h, w.t())).add_(bias_c);
-      } else {
-        torch::addmm_out(x, bias_c, h, w.t());
-      }
-    }
+    matmul_into(h, w.t(), bias_c, x, /*accumulate=*/false);
     auto g = with_grad ? g_buffer.narrow(0, 0, n) : torch::Tensor();
     if (with_grad && real < n) g.narrow(0, real, n - real).zero_();  // padding rows: no gradient
     if (x.is_cpu()) {
@@ -106,15 +100,8 @@ ChunkedLoss chunked_loss(const torch::Tensor& rows, const torch::Tensor& weight,
     }
     if (!with_grad) continue;
     auto gh = grad_h.narrow(0, start, n);
-    if (!bf16) {
-      torch::mm_out(gh, g, w);
-      grad_w.addmm_(g.t(), h);
-    } else {
-      if (!matmul_bf16_f32(g, w, torch::Tensor(), gh, /*accumulate=*/false)) gh.copy_(torch::mm(g, w));
-      if (!matmul_bf16_f32(g.t(), h, torch::Tensor(), grad_w, /*accumulate=*/true)) {
-        grad_w.add_(torch::mm(g.t(), h).to(dtype));
-      }
-    }
+    matmul_into(g, w, torch::Tensor(), gh, /*accumulate=*/false);
+    matmul_into(g.t(), h, torch::Tensor(), grad_w, /*accumulate=*/true);
   }
   r.loss = ((1.0 - eps) * nll.sum() + eps * smooth.sum()).to(dtype);
   r.nll = nll;
