@@ -58,7 +58,10 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tenso
                                 const AttentionMemory& memory, DecoderStepState& state, int64_t t,
                                 torch::Tensor* weights, const PackedDecoder* packed) {
   const auto* packed_rnn = packed ? &packed->rnn : nullptr;
-  auto combine = [&](const torch::Tensor& x) { return packed ? packed->combine(x) : combine_(x); };
+  if (!packed && !state.combine && use_step_weight(combine_->weight)) state.combine = StepWeight(combine_->weight, {});
+  auto combine = [&](const torch::Tensor& x) {
+    return packed ? packed->combine(x) : state.combine ? state.combine(x) : combine_(x);
+  };
   torch::Tensor out;
   if (luong_) {
     auto s = rnn_->step(gates_t, state.feed, state.rnn, packed_rnn);  // [N, H]

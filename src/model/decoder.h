@@ -21,6 +21,7 @@ struct DecoderStepState {
   RnnState rnn;
   torch::Tensor feed;  // [N, H] h~_{t-1} (luong with input feeding), else undefined
   AttentionState attention;
+  StepWeight combine;  // training (gradients recorded): W_c's products, gradient deferred (model/step_weight.h)
 
   DecoderStepState index_select(const torch::Tensor& index) const;
 };

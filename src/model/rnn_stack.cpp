@@ -58,6 +58,16 @@ PackedRnnStack RnnStackImpl::pack(bool bf16) const {
   return p;
 }
 
+std::shared_ptr<const RnnStepWeights> RnnStackImpl::step_weights() const {
+  auto w = std::make_shared<RnnStepWeights>();
+  if (w_dynamic_.defined()) w->dynamic = StepWeight(w_dynamic_, torch::Tensor());
+  for (int64_t l = 0; l < layers_; ++l) {
+    w->ih.push_back(l > 0 ? StepWeight(w_ih_[l], b_ih_[l]) : StepWeight());
+    w->hh.emplace_back(w_hh_[l], b_hh_[l]);
+  }
+  return w;
+}
+
 torch::Tensor RnnStackImpl::project_static(const torch::Tensor& x_static, const PackedRnnStack* packed) {
   if (packed) return packed->input(x_static);
   return torch::nn::functional::linear(x_static, w_static_, b_);
@@ -66,16 +76,20 @@ torch::Tensor RnnStackImpl::project_static(const torch::Tensor& x_static, const 
 torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state,
                                  const PackedRnnStack* packed) {
   const auto& h = state.h[layer];
+  const auto* weights = state.weights.get();
   if (lstm_) {
-    auto gates = packed ? packed->hh[layer](h).add_(input_gates)
-                        : torch::addmm(input_gates + b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 4H]
+    auto gates = packed    ? packed->hh[layer](h).add_(input_gates)
+                 : weights ? weights->hh[layer](h, input_gates)
+                           : torch::addmm(input_gates + b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 4H]
     auto [h_new, c] = lstm_cell(gates, state.c[layer]);  // model/lstm_cell.h: one fused node
     state.c[layer] = c;
     state.h[layer] = h_new;
     return h_new;
   }
   // GRU: r and z from input+hidden; n uses r * (W_hn h + b_hn).
-  auto gh = packed ? packed->hh[layer](h) : torch::addmm(b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 3H]
+  auto gh = packed    ? packed->hh[layer](h)
+            : weights ? weights->hh[layer](h)
+                      : torch::addmm(b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 3H]
   auto gi = input_gates.chunk(3, 1);
   auto hh = gh.chunk(3, 1);
   auto r = torch::sigmoid(gi[0] + hh[0]);
@@ -88,14 +102,22 @@ torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates
 
 torch::Tensor RnnStackImpl::step(const torch::Tensor& static_gates, const torch::Tensor& dynamic,
                                  RnnState& state, const PackedRnnStack* packed) {
+  if (!packed && !state.weights && use_step_weight(w_hh_[0])) state.weights = step_weights();
+  const auto* weights = state.weights.get();
   auto gates = static_gates;
   if (w_dynamic_.defined()) {
-    gates = packed ? (*packed->dynamic)(dynamic).add_(gates) : torch::addmm(gates, dynamic, autocast_weight(w_dynamic_).t());
+    gates = packed    ? (*packed->dynamic)(dynamic).add_(gates)
+            : weights ? weights->dynamic(dynamic, gates)
+                      : torch::addmm(gates, dynamic, autocast_weight(w_dynamic_).t());
   }
   auto out = cell(0, gates, state, packed);
   for (int64_t l = 1; l < layers_; ++l) {
     auto in = stream_dropout(out, dropout_, is_training());
-    out = cell(l, packed ? (*packed->ih[l])(in) : torch::addmm(b_ih_[l], in, autocast_weight(w_ih_[l]).t()), state, packed);
+    out = cell(l,
+               packed    ? (*packed->ih[l])(in)
+               : weights ? weights->ih[l](in)
+                         : torch::addmm(b_ih_[l], in, autocast_weight(w_ih_[l]).t()),
+               state, packed);
   }
   return out;
 }

@@ -6,17 +6,27 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "model/step_weight.h"
 #include "runtime/packed_linear.h"
 
 namespace attnmt {
 
+// The stack's products for one sequence's steps in training, the weights' gradients deferred to
+// one product each over all steps (model/step_weight.h). Made by step() at a sequence's first step.
+struct RnnStepWeights {
+  StepWeight dynamic;              // layer 0's dynamic input (w_dynamic), if any
+  std::vector<StepWeight> ih, hh;  // layers >= 1 (w_ih, b_ih; ih[0] unused); every layer (w_hh, b_hh)
+};
+
 struct RnnState {
   std::vector<torch::Tensor> h;  // per layer [N, H]
   std::vector<torch::Tensor> c;  // per layer [N, H] (LSTM only; empty for GRU)
+  std::shared_ptr<const RnnStepWeights> weights;  // training (gradients recorded), else null
 };
 
 // The stack's products for decoding, on its weights as they are when pack() is called
@@ -37,7 +47,8 @@ class RnnStackImpl : public torch::nn::Module {
   // packed (decoding, x_static [N, static_size]): the same product on the packed weights.
   torch::Tensor project_static(const torch::Tensor& x_static, const PackedRnnStack* packed = nullptr);
   // One step. static_gates = project_static(x_t) [N, G]; dynamic [N, dynamic_size] or undefined
-  // when dynamic_size == 0. Updates state, returns the top layer's output [N, H].
+  // when dynamic_size == 0. Updates state, returns the top layer's output [N, H]. With gradients
+  // recorded (and no packed weights), the first step of a state puts RnnStepWeights in it.
   torch::Tensor step(const torch::Tensor& static_gates, const torch::Tensor& dynamic, RnnState& state,
                      const PackedRnnStack* packed = nullptr);
   // The current weights, packed for step() (bf16: products in bfloat16).
@@ -49,6 +60,7 @@ class RnnStackImpl : public torch::nn::Module {
 
  private:
   torch::Tensor cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state, const PackedRnnStack* packed);
+  std::shared_ptr<const RnnStepWeights> step_weights() const;
   bool lstm_;
   int64_t hidden_, layers_, gates_;
   double dropout_;
