@@ -1,15 +1,15 @@
 // A weight that every step of the decoder's recurrence multiplies by, in training:
 //   y_t = x_t W^T (+ b) (+ add_t)            for t = 1..T, x_t [N, In], W [G, In]
 // with the weight's gradient deferred. Each step's backward computes only d x_t = d y_t W (and
-// d add_t = d y_t) and keeps d y_t; one more autograd node, which every step's node depends on
-// and which therefore runs after all of them, computes dW = [d y_1; ...; d y_T]^T [x_1; ...; x_T]
-// and db = sum_t d y_t as one product over all T x N rows.
+// d add_t = d y_t) and keeps d y_t; whenever 512 rows are kept, dW += [d y_t; ...]^T [x_t; ...]
+// (and db += their sum) runs as one product over them; one more autograd node, which every step's
+// node depends on and which therefore runs after all of them, adds the rest and hands dW and db on.
 //
 // Why: LibTorch's addmm computes a [G, N] x [N, In] weight-gradient product at every step (N = 32
 // rows for a replica's half of a 64-sentence batch: too thin for the CPU's kernels), and autograd
 // then sums the T products one at a time; under bf16 autocast those products and their sums were
 // bfloat16 (autocast's cached weight copy), so the sum over the steps kept about 3 significant
-// digits. Here the one product accumulates in fp32 (oneDNN) and writes an fp32 gradient. The
+// digits. Here the products accumulate in fp32 (oneDNN) and writes an fp32 gradient. The
 // steps' autograd bookkeeping is lighter too: no per-step cast node for x_t.
 //
 // Under CPU bf16 autocast (train.precision: bf16) the products take bfloat16 operands (the weight
