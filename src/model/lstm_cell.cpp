@@ -269,12 +269,12 @@ torch::Tensor lstm_layer(const torch::Tensor& x, const torch::Tensor& w_ih, cons
                          const torch::Tensor& b_ih, const torch::Tensor& b_hh) {
   // Under bf16 autocast the products run in bfloat16; autocast itself is off inside, where the
   // products' types are chosen by hand.
+  const bool bf16 = cpu_autocast_bf16();
   struct AutocastOff {
     bool was = at::autocast::is_cpu_enabled();
     AutocastOff() { at::autocast::set_cpu_enabled(false); }
     ~AutocastOff() { at::autocast::set_cpu_enabled(was); }
   } off;
-  const bool bf16 = off.was && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
   const auto type = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   return LstmLayerFunction::apply(x.transpose(0, 1).to(type), w_ih, w_hh, b_ih, b_hh, bf16)[0].transpose(0, 1);
 }

@@ -17,7 +17,7 @@
 namespace attnmt {
 
 // The stack's products for one sequence's steps in training, the weights' gradients deferred to
-// one product each over all steps (model/step_weight.h). Made by step() at a sequence's first step.
+// products over many steps' rows (model/step_weight.h). Made by step() at a sequence's first step.
 struct RnnStepWeights {
   StepWeight dynamic;              // layer 0's dynamic input (w_dynamic), if any
   std::vector<StepWeight> ih, hh;  // layers >= 1 (w_ih, b_ih; ih[0] unused); every layer (w_hh, b_hh)

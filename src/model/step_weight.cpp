@@ -1,6 +1,5 @@
 #include "model/step_weight.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
 #include <string>
@@ -38,7 +37,10 @@ struct StepWeight::Record {
   void flush() {
     if (pending.empty()) return;
     std::vector<torch::Tensor> xs;
-    for (size_t t : pending) xs.push_back(std::exchange(x[t], torch::Tensor()));
+    for (size_t t : pending) {
+      TORCH_CHECK(x[t].defined(), "StepWeight: a second backward through the same steps (retain_graph) is not supported");
+      xs.push_back(std::exchange(x[t], torch::Tensor()));
+    }
     const auto xm = xs.size() == 1 ? xs[0] : torch::cat(xs);
     const auto dym = dy_pending.size() == 1 ? dy_pending[0] : torch::cat(dy_pending);
     const bool first = !dw.defined();
@@ -106,10 +108,6 @@ struct WeightBackward : Node {
   std::shared_ptr<StepWeight::Record> record_;
 };
 
-bool autocast_bf16(const torch::Tensor& weight) {
-  return weight.is_cpu() && at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
-}
-
 }  // namespace
 
 bool use_step_weight(const torch::Tensor& weight) {
@@ -120,7 +118,7 @@ StepWeight::StepWeight(const torch::Tensor& weight, const torch::Tensor& bias) {
   torch::NoGradGuard no_grad;
   record_ = std::make_shared<Record>();
   record_->type = weight.scalar_type();
-  record_->weight = autocast_bf16(weight) ? weight.to(torch::kBFloat16) : weight.detach();
+  record_->weight = weight.is_cpu() && cpu_autocast_bf16() ? weight.to(torch::kBFloat16) : weight.detach();
   record_->bias = bias.defined();
   auto node = std::shared_ptr<WeightBackward>(new WeightBackward(record_), torch::autograd::deleteNode);
   node->set_next_edges(bias.defined() ? torch::autograd::collect_next_edges(weight, bias)

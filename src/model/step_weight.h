@@ -9,14 +9,15 @@
 // rows for a replica's half of a 64-sentence batch: too thin for the CPU's kernels), and autograd
 // then sums the T products one at a time; under bf16 autocast those products and their sums were
 // bfloat16 (autocast's cached weight copy), so the sum over the steps kept about 3 significant
-// digits. Here the products accumulate in fp32 (oneDNN) and writes an fp32 gradient. The
+// digits. Here the products accumulate in fp32 (oneDNN) and write an fp32 gradient. The
 // steps' autograd bookkeeping is lighter too: no per-step cast node for x_t.
 //
 // Under CPU bf16 autocast (train.precision: bf16) the products take bfloat16 operands (the weight
 // cast once, x_t and d y_t at each step) with fp32 results; otherwise they run in the weight's
 // type. Device-agnostic (runtime/matmul_bf16.h's matmul_into falls back to LibTorch's products).
-// Not for double backward; x_t must not be modified in place after the step (it is kept, as
-// autograd would keep it, without a version check).
+// Not for double backward, nor a second backward through the same steps (retain_graph: an
+// error); x_t must not be modified in place after the step (it is kept, as autograd would keep
+// it, without a version check).
 #pragma once
 #include <torch/torch.h>
 

@@ -1,6 +1,7 @@
 #include "runtime/matmul_bf16.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 
 #include <array>
 #include <map>
@@ -125,6 +126,10 @@ void matmul_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bia
   } else {
     at::mm_out(out, a, b);
   }
+}
+
+bool cpu_autocast_bf16() {
+  return at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
 }
 
 }  // namespace attnmt

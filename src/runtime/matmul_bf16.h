@@ -24,4 +24,8 @@ bool matmul_bf16_f32(const at::Tensor& a, const at::Tensor& b, const at::Tensor&
 void matmul_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, const at::Tensor& c,
                  bool accumulate);
 
+// Whether CPU autocast is on in bfloat16 (train.precision: bf16): training's hand-written nodes
+// (model/lstm_cell.h's lstm_layer, model/step_weight.h) then take bfloat16 operands.
+bool cpu_autocast_bf16();
+
 }  // namespace attnmt

@@ -97,6 +97,14 @@ TEST_CASE("step weight: an input without gradient, and steps that get none", "[s
   REQUIRE_FALSE(use_step_weight(w));
 }
 
+TEST_CASE("step weight: a second backward through the same steps is an error, not a crash", "[step_weight]") {
+  torch::manual_seed(7);
+  const auto c = make_chain(torch::kDouble, 4, 2, 3);
+  const auto total = run_chain(c, true, true, true);
+  torch::autograd::grad({total}, {c.w}, {}, /*retain_graph=*/true);
+  REQUIRE_THROWS_WITH(torch::autograd::grad({total}, {c.w}), Catch::Contains("retain_graph"));
+}
+
 TEST_CASE("step weight under bf16 autocast stays close to fp32", "[step_weight]") {
   torch::manual_seed(5);
   const auto c = make_chain(torch::kFloat, 25, 32, 64);
