@@ -21,7 +21,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNMT_BUILD_FUZZERS=ON \
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNMT_BUILD_FUZZERS=ON -DATTNMT_TCMALLOC=OFF \
   -DATTNMT_BUILD_TESTS=OFF "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=address,undefined" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
 targets=(fuzz_config fuzz_corpus fuzz_translate_input)

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=$flags" \
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNMT_TCMALLOC=OFF "-DCMAKE_CXX_FLAGS=$flags" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
 cmake --build build-asan -j"${JOBS:-$(nproc)}" --target test_config test_metrics attnmt_tests
 export OMP_WAIT_POLICY=PASSIVE

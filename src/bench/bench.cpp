@@ -157,10 +157,10 @@ json run_bench(const BenchOptions& o) {
   json results = {
       {"machine",
        {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}, {"libtorch", TORCH_VERSION},
-        {"blas", blas_description()}, {"bf16", cpu_has_bf16()}, {"omp_wait_policy", wait_policy ? wait_policy : ""}}},
+        {"blas", blas_description()}, {"malloc", malloc_description()}, {"bf16", cpu_has_bf16()}, {"omp_wait_policy", wait_policy ? wait_policy : ""}}},
       {"runs", json::array()}};
-  spdlog::info("[bench] {} | {} cores | LibTorch {} | {}", results["machine"]["cpu"].get<std::string>(),
-               std::thread::hardware_concurrency(), TORCH_VERSION, blas_description());
+  spdlog::info("[bench] {} | {} cores | LibTorch {} | {} | malloc: {}", results["machine"]["cpu"].get<std::string>(),
+               std::thread::hardware_concurrency(), TORCH_VERSION, blas_description(), malloc_description());
 
   for (size_t c = 0; c < o.configs.size(); ++c) {
     const auto& config_path = o.configs[c];
@@ -305,6 +305,7 @@ std::string bench_table(const json& results) {
   const auto& m = results["machine"];
   std::string out = "Machine: " + m["cpu"].get<std::string>() + ", " + std::to_string(m["cores"].get<int>()) +
                     " cores; LibTorch " + m["libtorch"].get<std::string>() + "; " + m["blas"].get<std::string>();
+  if (m.contains("malloc")) out += "; malloc: " + m["malloc"].get<std::string>();
   std::set<std::string> gemms;  // what ran the fp32 products (config key gemm), per run
   for (const auto& r : results["runs"]) {
     if (r.contains("gemm")) gemms.insert(r["gemm"].get<std::string>());

@@ -130,6 +130,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       nlohmann::json j = {{"sentences", results.size()}, {"target_tokens", tokens}, {"translate_seconds", seconds},
                           {"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
                           {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
+                          {"malloc", malloc_description()},
                           {"packed_weights", step_model.packed()}, {"gemm", gemm_description()},
                           {"shortlist", shortlist}, {"shortlist_mean_size", step_model.mean_shortlist_size()}};
       write_file_atomic(o->stats, j.dump() + "\n");

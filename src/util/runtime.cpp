@@ -16,6 +16,11 @@
 
 #include <spdlog/spdlog.h>
 
+// gperftools' tcmalloc (tcmalloc.h), referenced weakly: non-null when tcmalloc is in the process
+// (linked into the program, CMake option ATTNMT_TCMALLOC, or LD_PRELOAD-ed), without making the
+// libraries depend on it.
+extern "C" const char* tc_version(int* major, int* minor, const char** patch) __attribute__((weak));
+
 namespace attnmt {
 
 namespace {
@@ -54,9 +59,13 @@ void choose_openblas_kernels() {
   init();
 }
 
+bool tcmalloc_in_use() { return tc_version != nullptr; }
+
+// glibc's settings below: not when another malloc is in use or asked to be left alone.
 bool malloc_left_alone() {
   const char* mode = std::getenv("ATTNMT_MALLOC");
-  return (mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr;
+  return tcmalloc_in_use() || (mode != nullptr && std::string_view(mode) == "system") ||
+         std::getenv("GLIBC_TUNABLES") != nullptr;
 }
 
 // The value of `name` in envp, or nullptr. At pre-init, libc's environ may not be set up yet.
@@ -76,6 +85,7 @@ constexpr int kStartBlocks = 2;                    // 60 MiB: 6.6k page faults a
 
 // No C++ library here (libstdc++ is not initialised yet), only libc.
 void tune_malloc_at_start(int argc, char** argv, char** envp) {
+  if (tcmalloc_in_use()) return;
   const char* mode = env_value(envp, "ATTNMT_MALLOC");
   if ((mode != nullptr && strcmp(mode, "system") == 0) || env_value(envp, "GLIBC_TUNABLES") != nullptr) return;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
@@ -116,6 +126,15 @@ void finish_process(int code) {
   const char* mode = std::getenv("ATTNMT_EXIT");
   if (mode != nullptr && std::string_view(mode) == "normal") std::exit(code);
   std::_Exit(code);
+}
+
+std::string malloc_description() {
+  if (tcmalloc_in_use()) return std::string("tcmalloc (") + tc_version(nullptr, nullptr, nullptr) + ")";
+  const char* mode = std::getenv("ATTNMT_MALLOC");
+  if ((mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr) {
+    return "glibc (its settings)";
+  }
+  return "glibc (attnmt's settings)";
 }
 
 std::string blas_description() {

@@ -27,6 +27,8 @@ void tune_process();
 //   3 alternating pairs). Taken and freed all the same: rnn256 training at 1 thread peaked at
 //   570 MiB vs 681 without. ATTNMT_HUGE_PAGES=0 leaves the 60 MiB out.
 // ATTNMT_MALLOC=system, or a GLIBC_TUNABLES setting, leaves both out (glibc's defaults).
+// Where the program runs on tcmalloc (linked in, CMake option ATTNMT_TCMALLOC, the default; or
+// LD_PRELOAD-ed) none of this applies: it does nothing.
 void tune_malloc_at_start(int argc, char** argv, char** envp);
 
 // For decoding (translate), before its worker threads start: every thread allocates from glibc's
@@ -45,6 +47,10 @@ void share_one_malloc_arena();
 // checkers). First, when a run_child parent asked for it, the peak RSS goes to its file
 // (util/process.h).
 [[noreturn]] void finish_process(int code);
+
+// The malloc in use: "tcmalloc (gperftools 2.10)", "glibc (attnmt's settings)" or "glibc (its
+// settings)" (ATTNMT_MALLOC=system or GLIBC_TUNABLES).
+std::string malloc_description();
 
 // "OpenBLAS SkylakeX (switched from Haswell)", "OpenBLAS Haswell", or "not OpenBLAS".
 std::string blas_description();

@@ -41,6 +41,11 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
     std::ostringstream expected;
     expected << "\"test_bleu\":" << test_bleu;
     REQUIRE(last_log.find(expected.str().substr(0, 16)) != std::string::npos);
+    // The program runs on the malloc it was built with (CMake option ATTNMT_TCMALLOC), and
+    // SentencePiece's module (RTLD_DEEPBIND) works beside it: it tokenized all of the above.
+    const auto start = nlohmann::json::parse(attnmt::read_lines((dir / "model" / "log.jsonl").string()).front());
+    REQUIRE(start["type"] == "start");
+    CHECK(start["malloc"].get<std::string>().rfind(ATTNMT_PROGRAM_MALLOC, 0) == 0);
   }
 
   auto tr = run("translate --model " + (dir / "model").string() + " --input " + src + " --output " +
