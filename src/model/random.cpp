@@ -1,4 +1,5 @@
 #include "model/random.h"
+#include "model/dropout_rows.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
@@ -22,20 +23,57 @@ c10::optional<at::Generator> random_stream() { return current; }
 
 namespace {
 
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
-// SplitMix64's output function (Steele, Lea & Flood, 2014): applied to a Weyl sequence
-// seed + i * golden it is the SplitMix64 generator, which passes BigCrush.
-inline uint64_t splitmix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 uint64_t draw_seed(at::Generator generator) {
   std::lock_guard<std::mutex> lock(generator.mutex());
   return at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
 }
+
+// in * mask, the mask rebuilt from (seed, p) by model/dropout_rows.h; in is contiguous.
+torch::Tensor apply_dropout_mask(const torch::Tensor& in, uint64_t seed, double p) {
+  const auto threshold = static_cast<uint64_t>(p * 4294967296.0);
+  auto out = at::empty(in.sizes(), in.options());
+  const int64_t n = in.numel();
+  constexpr int64_t kGrain = 1 << 15;
+  if (in.scalar_type() == at::kFloat) {
+    const float* x = in.data_ptr<float>();
+    float* y = out.data_ptr<float>();
+    const auto scale = static_cast<float>(1.0 / (1.0 - p));
+    at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) { dropout_rows(x, y, b, e, seed, threshold, scale); });
+  } else if (in.scalar_type() == at::kBFloat16) {
+    const auto* x = reinterpret_cast<const uint16_t*>(in.data_ptr<at::BFloat16>());
+    auto* y = reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>());
+    const auto scale = static_cast<float>(static_cast<at::BFloat16>(1.0 / (1.0 - p)));
+    at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) { dropout_rows_bf16(x, y, b, e, seed, threshold, scale); });
+  } else {
+    AT_DISPATCH_FLOATING_TYPES_AND(at::kHalf, in.scalar_type(), "stream_dropout", [&] {
+      const scalar_t* x = in.data_ptr<scalar_t>();
+      scalar_t* y = out.data_ptr<scalar_t>();
+      const auto scale = static_cast<scalar_t>(1.0 / (1.0 - p));
+      const auto zero = static_cast<scalar_t>(0);
+      at::parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = x[i] * (dropout_kept(seed, i, threshold) ? scale : zero);
+      });
+    });
+  }
+  return out;
+}
+
+// y = x * mask with nothing saved for backward but the seed and p: the gradient is
+// grad * mask again, its mask rebuilt (LibTorch's x * mask kept the mask, one tensor the size of
+// x for every dropout of the step).
+struct StreamDropout : torch::autograd::Function<StreamDropout> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, int64_t seed, double p) {
+    ctx->saved_data["seed"] = seed;
+    ctx->saved_data["p"] = p;
+    return apply_dropout_mask(x.contiguous(), static_cast<uint64_t>(seed), p);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    return {apply_dropout_mask(grads[0].contiguous(), seed, ctx->saved_data["p"].toDouble()), torch::Tensor(),
+            torch::Tensor()};
+  }
+};
 
 }  // namespace
 
@@ -45,24 +83,10 @@ torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training) {
     return torch::nn::functional::dropout(x, torch::nn::functional::DropoutFuncOptions().p(p).training(true));
   }
   // ATen's CPU bernoulli_ draws one mt19937 number per element, serially: 52 ns an element here,
-  // ~20% of a training step. One draw from the stream seeds the whole mask instead, and element i
-  // is kept when the high 32 bits of splitmix64(seed + (i + 1) * golden) reach p * 2^32.
+  // ~20% of a training step. One draw from the stream seeds the whole mask instead, and
+  // SplitMix64 over the element index expands it (model/dropout_rows.h).
   const uint64_t seed = draw_seed(current ? *current : at::detail::getDefaultCPUGenerator());
-  const auto threshold = static_cast<uint64_t>(p * 4294967296.0);
-  auto mask = at::empty(x.sizes(), x.options());
-  const int64_t n = mask.numel();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "stream_dropout", [&] {
-    scalar_t* m = mask.data_ptr<scalar_t>();
-    const auto scale = static_cast<scalar_t>(1.0 / (1.0 - p));
-    const auto zero = static_cast<scalar_t>(0);
-    at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const uint64_t u = splitmix64(seed + static_cast<uint64_t>(i + 1) * kGolden) >> 32;
-        m[i] = u >= threshold ? scale : zero;
-      }
-    });
-  });
-  return x * mask;
+  return StreamDropout::apply(x, static_cast<int64_t>(seed), p);
 }
 
 }  // namespace attnmt

@@ -27,8 +27,9 @@ class RandomStreamScope {
 c10::optional<at::Generator> random_stream();
 
 // Inverted dropout, as torch::nn::functional::dropout: x * Bernoulli(1 - p) / (1 - p) in training.
-// On a CPU the mask comes from one 64-bit draw of the stream expanded by SplitMix64 (random.cpp):
-// ATen's bernoulli_ was ~20% of a training step.
+// On a CPU the mask comes from one 64-bit draw of the stream expanded by SplitMix64
+// (model/dropout_rows.h): ATen's bernoulli_ was ~20% of a training step. The mask is not stored:
+// backward rebuilds it from the draw.
 torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training);
 
 }  // namespace attnmt

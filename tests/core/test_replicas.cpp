@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "model/random.h"
@@ -109,4 +111,35 @@ TEST_CASE("random streams: the same seed gives the same dropout mask on any thre
   REQUIRE(stream_dropout(x.to(torch::kBFloat16), 0.3, true).scalar_type() == torch::kBFloat16);
   REQUIRE(stream_dropout(torch::ones({100000}), 0.9, true).ne(0).to(torch::kFloat).mean().item<double>() ==
           Approx(0.1).margin(0.005));
+}
+
+TEST_CASE("dropout rebuilds its mask in backward: x * mask in every type and layout", "[replicas]") {
+  // The mask, as LibTorch would apply it: the output for an input of ones (1 / (1 - p) or 0).
+  const auto seed = replica_stream_seed(99, 0, 0, 3);
+  auto dropout_with_seed = [&](const torch::Tensor& x) {
+    RandomStreamScope stream(seed);
+    return stream_dropout(x, 0.25, true);
+  };
+  const auto mask = dropout_with_seed(torch::ones({48, 70}, torch::kDouble));
+  auto x = torch::randn({48, 70}, torch::kDouble);
+  x.index_put_({0, 0}, std::nan(""));
+  x.index_put_({1, 1}, std::numeric_limits<double>::infinity());
+  for (const auto type : {torch::kFloat, torch::kBFloat16, torch::kDouble, torch::kHalf}) {
+    INFO(type);
+    const auto typed = x.to(type);
+    const auto expected = typed * mask.to(type);  // LibTorch's product: NaN and inf * 0 stay NaN
+    auto same_bits = [](const torch::Tensor& a, const torch::Tensor& b) {  // NaN where the other has NaN
+      return torch::equal(a.isnan(), b.isnan()) && torch::equal(a.nan_to_num(0, 1e30, -1e30), b.nan_to_num(0, 1e30, -1e30));
+    };
+    CHECK(same_bits(dropout_with_seed(typed), expected));
+    // A transposed (non-contiguous) input: element i is the i-th in logical order, as for x * mask.
+    const auto transposed = typed.t().contiguous().t();
+    REQUIRE_FALSE(transposed.is_contiguous());
+    CHECK(same_bits(dropout_with_seed(transposed), expected));
+    // Backward: the gradient is the upstream gradient times the same mask, rebuilt from the seed.
+    auto leaf = torch::randn({48, 70}, torch::kDouble).to(type).requires_grad_();
+    const auto upstream = torch::randn({48, 70}, torch::kDouble).to(type);
+    dropout_with_seed(leaf).backward(upstream);
+    CHECK(torch::equal(leaf.grad(), upstream * mask.to(type)));
+  }
 }
