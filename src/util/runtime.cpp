@@ -61,12 +61,14 @@ void choose_openblas_kernels() {
 
 bool tcmalloc_in_use() { return tc_version != nullptr; }
 
-// glibc's settings below: not when another malloc is in use or asked to be left alone.
-bool malloc_left_alone() {
+// glibc asked to keep its own settings (ATTNMT_MALLOC=system, or a GLIBC_TUNABLES setting).
+bool glibc_settings_asked() {
   const char* mode = std::getenv("ATTNMT_MALLOC");
-  return tcmalloc_in_use() || (mode != nullptr && std::string_view(mode) == "system") ||
-         std::getenv("GLIBC_TUNABLES") != nullptr;
+  return (mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr;
 }
+
+// glibc's settings below: not when another malloc is in use or asked to be left alone.
+bool malloc_left_alone() { return tcmalloc_in_use() || glibc_settings_asked(); }
 
 // The value of `name` in envp, or nullptr. At pre-init, libc's environ may not be set up yet.
 const char* env_value(char** envp, const char* name) {
@@ -130,11 +132,7 @@ void finish_process(int code) {
 
 std::string malloc_description() {
   if (tcmalloc_in_use()) return std::string("tcmalloc (") + tc_version(nullptr, nullptr, nullptr) + ")";
-  const char* mode = std::getenv("ATTNMT_MALLOC");
-  if ((mode != nullptr && std::string_view(mode) == "system") || std::getenv("GLIBC_TUNABLES") != nullptr) {
-    return "glibc (its settings)";
-  }
-  return "glibc (attnmt's settings)";
+  return glibc_settings_asked() ? "glibc (its settings)" : "glibc (attnmt's settings)";
 }
 
 std::string blas_description() {
