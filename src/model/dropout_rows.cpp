@@ -1,4 +1,5 @@
 #include "model/dropout_rows.h"
+#include "runtime/bf16_bits.h"
 
 #include <cstring>
 
@@ -21,7 +22,7 @@ __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void dropout
     uint32_t bits;
     std::memcpy(&bits, &y, sizeof bits);
     const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;  // c10::BFloat16 turns every NaN into 0x7fc0
-    out[i] = nan ? uint16_t{0x7fc0} : static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    out[i] = nan ? uint16_t{0x7fc0} : bf16_bits(y);
   }
 }
 
