@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 scripts/install_deps.sh --test
 scripts/build.sh
 export OMP_WAIT_POLICY=PASSIVE
-cd build && ctest --output-on-failure -j"${JOBS:-$(nproc)}" "$@"
+# --no-tests=error: a build that registered no test fails rather than passes.
+cd build && ctest --output-on-failure --no-tests=error -j"${JOBS:-$(nproc)}" "$@"

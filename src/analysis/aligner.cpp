@@ -1,5 +1,7 @@
 #include "analysis/aligner.h"
 
+#include "decoding/seq2seq_step_model.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -117,7 +119,10 @@ std::vector<SentenceAttention> translate_with_attention(LoadedModel& loaded, con
   loaded.model->eval();
   options.search.return_attention = true;
   options.search.n_best = 1;
-  Seq2SeqStepModel step_model(loaded.model);
+  // The decoding `attnmt translate` runs with these settings (precision, packing, shortlist).
+  const auto& dc = loaded.config.decode;
+  Seq2SeqStepModel step_model(loaded.model, dc.precision, dc.packed_weights);
+  if (dc.shortlist) step_model.use_shortlist(loaded.lexicon, dc.shortlist_first, dc.shortlist_best);
   const auto results = translate_lines(step_model, loaded.tokenizers, src, options);
   std::vector<SentenceAttention> out(src.size());
   for (size_t i = 0; i < src.size(); ++i) {

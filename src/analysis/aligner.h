@@ -8,7 +8,7 @@
 
 #include "align/links.h"
 #include "decoding/translator.h"
-#include "train/checkpoint.h"
+#include "io/model_file.h"
 
 namespace attnmt {
 

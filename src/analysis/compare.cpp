@@ -18,7 +18,7 @@
 #include "data/corpus.h"
 #include "eval/metrics.h"
 #include "runtime/compute.h"
-#include "train/checkpoint.h"
+#include "io/model_file.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/process.h"
@@ -110,11 +110,7 @@ bool training_finished(const std::string& save_dir) {
   if (steps.empty()) return false;
   const auto header = CheckpointFile(steps.front()).header();
   const auto& t = header.config.train;
-  const auto& p = header.progress;
-  if (t.max_steps > 0 && p.step >= t.max_steps) return true;
-  if (t.max_epochs > 0 && p.epoch >= t.max_epochs) return true;
-  if (t.max_minutes > 0 && p.train_seconds >= 60.0 * t.max_minutes) return true;
-  if (t.patience > 0 && p.bad_validations >= t.patience) return true;
+  if (reached_limit(t, header.progress)) return true;
   // no limit at all: only a signal ends such a run, and whatever it left is its final model
   return t.max_steps <= 0 && t.max_epochs <= 0 && t.max_minutes <= 0 && t.patience <= 0;
 }

@@ -1,6 +1,6 @@
 #include "analysis/perplexity.h"
 
-#include "train/batch.h"
+#include "analysis/batch.h"
 
 namespace attnmt {
 

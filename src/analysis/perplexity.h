@@ -3,7 +3,7 @@
 // The same quantity the trainer logs as valid_ppl, measured again on the loaded model.
 #pragma once
 #include "data/corpus.h"
-#include "train/checkpoint.h"
+#include "io/model_file.h"
 
 namespace attnmt {
 

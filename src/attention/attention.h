@@ -1,4 +1,4 @@
-// The attention interface (see ../shared/ATTENTION.md for the formulas of every variant).
+// The attention interface (see docs/attention.md for the formulas of every variant).
 //
 // A variant is one nn::Module subclass in its own file, created by make_attention()
 // (registry.cpp). Its life cycle per batch:

@@ -1,5 +1,5 @@
 #include "attention/monotonic.h"
-#include "model/random.h"
+#include "runtime/random.h"
 
 #include <cmath>
 

@@ -35,53 +35,61 @@ Factory global(ScoreKind kind) {
   };
 }
 
+struct Entry {
+  std::string name;
+  Factory factory;
+  std::optional<ScoreKind> global_score;  // global variants: their score (bench's FLOP counts)
+};
+
+Entry global_entry(std::string name, ScoreKind kind) { return {std::move(name), global(kind), kind}; }
+
 // Adding a variant = one file + one line here.
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> entries = {
-      {"bahdanau", global(ScoreKind::kConcat)},
-      {"luong_dot", global(ScoreKind::kDot)},
-      {"luong_general", global(ScoreKind::kGeneral)},
-      {"luong_concat", global(ScoreKind::kConcat)},
-      {"luong_location", make<LuongLocationAttention>()},
-      {"local_m", make<LocalMAttention>()},
-      {"local_p", make<LocalPAttention>()},
-      {"forced_forward", make<ForcedForwardAttention>()},
-      {"monotonic", make<MonotonicAttention>()},
-      {"scaled_dot", global(ScoreKind::kScaledDot)},
-      {"multi_head", make<MultiHeadAttention>()},
-      {"key_value", make<KeyValueAttention>()},
-      {"static", make<StaticAttention>()},
-      {"area", make<AreaAttention>()},
-      {"hard", make<HardAttention>()},
-      {"forward", make<ForwardAttention>()},
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> entries = {
+      global_entry("bahdanau", ScoreKind::kConcat),
+      global_entry("luong_dot", ScoreKind::kDot),
+      global_entry("luong_general", ScoreKind::kGeneral),
+      global_entry("luong_concat", ScoreKind::kConcat),
+      {"luong_location", make<LuongLocationAttention>(), std::nullopt},
+      {"local_m", make<LocalMAttention>(), std::nullopt},
+      {"local_p", make<LocalPAttention>(), std::nullopt},
+      {"forced_forward", make<ForcedForwardAttention>(), std::nullopt},
+      {"monotonic", make<MonotonicAttention>(), std::nullopt},
+      global_entry("scaled_dot", ScoreKind::kScaledDot),
+      {"multi_head", make<MultiHeadAttention>(), std::nullopt},
+      {"key_value", make<KeyValueAttention>(), std::nullopt},
+      {"static", make<StaticAttention>(), std::nullopt},
+      {"area", make<AreaAttention>(), std::nullopt},
+      {"hard", make<HardAttention>(), std::nullopt},
+      {"forward", make<ForwardAttention>(), std::nullopt},
   };
   return entries;
 }
 
-}  // namespace
-
-std::vector<std::string> attention_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
-  return names;
-}
-
-void check_attention_name(const std::string& name) {
-  for (const auto& [known, factory] : registry()) {
-    if (known == name) return;
+const Entry& entry(const std::string& name) {
+  for (const auto& e : registry()) {
+    if (e.name == name) return e;
   }
   std::string valid;
   for (const auto& n : attention_names()) valid += (valid.empty() ? "" : ", ") + n;
   throw InputError("unknown model.attention.type '" + name + "' (valid: " + valid + ")");
 }
 
+}  // namespace
+
+std::vector<std::string> attention_names() {
+  std::vector<std::string> names;
+  for (const auto& e : registry()) names.push_back(e.name);
+  return names;
+}
+
+void check_attention_name(const std::string& name) { entry(name); }
+
+std::optional<ScoreKind> global_score_kind(const std::string& name) { return entry(name).global_score; }
+
 std::shared_ptr<Attention> make_attention(const AttentionConfig& config, int64_t query_size,
                                           int64_t memory_size) {
-  check_attention_name(config.type);
-  for (const auto& [name, factory] : registry()) {
-    if (name == config.type) return factory(config, query_size, memory_size);
-  }
-  return nullptr;  // unreachable: check_attention_name threw
+  return entry(config.type).factory(config, query_size, memory_size);
 }
 
 void check_attention(const ModelConfig& model) {

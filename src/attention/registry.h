@@ -1,10 +1,12 @@
 // The one place that knows every attention variant by its YAML name (model.attention.type).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attention/attention.h"
+#include "attention/score.h"
 #include "config/config.h"
 
 namespace attnmt {
@@ -12,6 +14,10 @@ namespace attnmt {
 // InputError listing the valid names if config.type is unknown.
 std::shared_ptr<Attention> make_attention(const AttentionConfig& config, int64_t query_size,
                                           int64_t memory_size);
+
+// The score of a global variant (softmax over every source position, one score per position), for
+// bench's arithmetic (bench/flops.h); nullopt for the variants whose FLOPs are not modelled.
+std::optional<ScoreKind> global_score_kind(const std::string& name);
 
 // Every registered name, in registration order.
 std::vector<std::string> attention_names();

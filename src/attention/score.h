@@ -1,4 +1,4 @@
-// The content-based score functions e_{t,i} = score(q_t, h_i) of ../shared/ATTENTION.md, shared
+// The content-based score functions e_{t,i} = score(q_t, h_i) of docs/attention.md, shared
 // by every variant that takes its score as a choice (global, local-m/p, forced-forward):
 //   dot         q^T h_i                                   (Luong et al., 2015, 3.1)
 //   scaled_dot  q^T h_i / sqrt(d)                         (Vaswani et al., 2017, 3.2.1)

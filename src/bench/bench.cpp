@@ -21,7 +21,7 @@
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
 #include "util/error.h"
-#include "util/runtime.h"
+#include "util/host_tuning.h"
 #include "util/logging.h"
 #include "util/process.h"
 #include "util/text_io.h"
@@ -164,7 +164,7 @@ json run_bench(const BenchOptions& o) {
 
   for (size_t c = 0; c < o.configs.size(); ++c) {
     const auto& config_path = o.configs[c];
-    const Config cfg = load_config_file(config_path);
+    const Config cfg = load_config_file(config_path, o.overrides);
     const std::string name = fs::path(config_path).stem().string();
     const std::string model_dir = o.models.empty() ? cfg.train.save_dir : o.models[c];
     const bool have_model = fs::exists(fs::path(model_dir) / "best.pt") ||
@@ -190,13 +190,15 @@ json run_bench(const BenchOptions& o) {
       if (o.train) {
         const int steps = o.window_steps * (o.repeats + 1);
         spdlog::info("[bench] {}: training {} updates at {} thread(s)", name, steps, threads);
-        auto child = run_attnmt({"train", config_path, "--threads", std::to_string(threads), "--set",
+        std::vector<std::string> train_args = {"train", config_path};
+        for (const auto& s : o.overrides) train_args.insert(train_args.end(), {"--set", s});
+        train_args.insert(train_args.end(), {"--threads", std::to_string(threads), "--set",
                                 "train.save_dir=" + dir, "--set", "train.max_steps=" + std::to_string(steps), "--set",
                                 "train.report_every=" + std::to_string(o.window_steps), "--set",
                                 "train.valid_every=1000000000", "--set", "train.max_minutes=0", "--set",
                                 "train.max_epochs=0", "--set", "train.valid_metric=ppl", "--set", "train.patience=0",
-                                "--set", "data.test.src=", "--set", "data.test.tgt=", "--set", "decode.shortlist=false"},
-                               dir + "/train.out");
+                                "--set", "data.test.src=", "--set", "data.test.tgt=", "--set", "decode.shortlist=false"});
+        auto child = run_attnmt(train_args, dir + "/train.out");
         std::vector<double> windows;
         for (const auto& line : read_lines(dir + "/log.jsonl")) {
           if (line.empty()) continue;

@@ -23,6 +23,7 @@ namespace attnmt {
 
 struct BenchOptions {
   std::vector<std::string> configs;     // experiment configs (YAML)
+  std::vector<std::string> overrides;   // "key=value" applied to every config (--set), as `train` does
   std::vector<std::string> models;      // decoding: save dir per config (default: its train.save_dir)
   std::vector<int> threads;             // thread counts (0 = all cores)
   int repeats = 3;                      // training windows / decoding runs per figure

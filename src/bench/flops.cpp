@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "attention/registry.h"
 #include "util/error.h"
 
 namespace attnmt {
@@ -39,20 +40,22 @@ ModelArithmetic model_arithmetic(const ModelConfig& model, int64_t target_vocab,
     add("encoder.recurrent", false, B, He, Ge, static_cast<double>(dirs) * steps_src, Bd);
   }
 
-  // Attention (global variants): keys once per batch, then per step scores and context.
-  const std::string& type = att.type;
-  std::string score;
-  if (type == "luong_dot") score = "dot";
-  else if (type == "scaled_dot") score = "dot";
-  else if (type == "luong_general") score = "general";
-  else if (type == "luong_concat" || type == "bahdanau") score = "concat";
-  else throw InputError("bench: the arithmetic of model.attention.type '" + type +
-                        "' is not modelled (global dot / scaled_dot / general / concat and bahdanau are)");
+  // Attention (global variants, attention/registry.h): keys once per batch, then per step scores
+  // and context.
+  const auto score = global_score_kind(att.type);
+  if (!score) {
+    std::string modelled;
+    for (const auto& name : attention_names()) {
+      if (global_score_kind(name)) modelled += (modelled.empty() ? "" : ", ") + name;
+    }
+    throw InputError("bench: the arithmetic of model.attention.type '" + att.type + "' is not modelled (" + modelled +
+                     " are)");
+  }
   const int64_t A = att.hidden_size > 0 ? att.hidden_size : Hd;
-  if (score == "general") {
+  if (*score == ScoreKind::kGeneral) {
     add("attention.keys", false, B * S, M, Hd, 1, BS);
     add("attention.scores", true, 1, Hd, S, steps_tgt * src_len / std::max<int64_t>(S, 1), 1);
-  } else if (score == "dot") {
+  } else if (*score == ScoreKind::kDot || *score == ScoreKind::kScaledDot) {
     add("attention.scores", true, 1, M, S, steps_tgt * src_len / std::max<int64_t>(S, 1), 1);
   } else {
     add("attention.keys", false, B * S, M, A, 1, BS);

@@ -7,6 +7,7 @@
 #include "align/links.h"
 #include "analysis/aligner.h"
 #include "cli/commands.h"
+#include "cli/decode_flags.h"
 #include "runtime/compute.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -16,15 +17,15 @@ namespace attnmt::cli {
 
 void add_align_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
-    std::string model, checkpoint, src, tgt, gold, output, device;
+    std::string model, checkpoint, src, tgt, gold, output;
     double threshold = 0;
     bool no_detokenize = false;
-    int batch_size = 32, threads = -1;
+    int batch_size = 32;
   };
   auto o = std::make_shared<Options>();
   auto* cmd =
       app.add_subcommand("align", "Word alignments from attention (force-decoded references), AER against gold");
-  cmd->add_option("--model", o->model, "Save dir of a trained model")->required();
+  cmd->add_option("--model", o->model, "A model file (.pt), or a save dir (its best.pt, else its newest checkpoint)")->required();
   cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint file (default: SAVE_DIR/best.pt, else the newest)");
   cmd->add_option("--src", o->src, "Source sentences, tokenised words (or 'SRC ||| TGT' lines without --tgt)")
       ->required();
@@ -37,9 +38,9 @@ void add_align_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--no-detokenize", o->no_detokenize,
                 "Give the model the words joined by spaces as they are (default: punctuation re-attached)");
   cmd->add_option("--batch-size", o->batch_size, "Sentence pairs per forward pass")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
-  cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
-  cmd->callback([o, &global] {
+  const auto settings = add_decode_flags(cmd, {{"--threads", "threads", "Threads (0 = all cores)"},
+                                               {"--device", "device", "cpu | cuda | cuda:N"}});
+  cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     const auto text = read_alignment_text(o->src, o->tgt);
     std::vector<GoldLinks> gold;
@@ -47,9 +48,8 @@ void add_align_command(CLI::App& app, const GlobalOptions& global) {
       gold = read_talp(o->gold);
       check_gold_links(gold, text.src, text.tgt, o->gold);
     }
-    auto loaded = load_model(o->model, o->checkpoint, o->device);
-    const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
-    configure_compute(threads, loaded.config.gemm);
+    auto loaded = load_model(o->model, o->checkpoint, "", *settings);
+    configure_compute(loaded.config.threads, loaded.config.gemm);
     AlignOptions options;
     options.detokenize = !o->no_detokenize;
     options.threshold = o->threshold;

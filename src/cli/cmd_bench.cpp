@@ -1,4 +1,4 @@
-// attnmt bench CONFIG... [--model DIR ...] [--threads 1,0] [--repeats N] [--window-steps N]
+// attnmt bench CONFIG... [--set key=value ...] [--model DIR ...] [--threads 1,0] [--repeats N] [--window-steps N]
 //              [--no-train] [--no-decode] [--no-gemm] [--no-baseline] [--output bench.json]
 #include <cstdio>
 #include <string>
@@ -21,6 +21,8 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   o->bench.threads = {1, 0};
   auto* cmd = app.add_subcommand("bench", "Measure training/decoding speed, memory and the GEMM ceiling (see scripts/bench.sh)");
   cmd->add_option("configs", o->bench.configs, "Experiment configs (YAML)")->required();
+  cmd->add_option("--set", o->bench.overrides,
+                  "Override a key of every config, as train --set does (the decoding runs use its decode.*)");
   cmd->add_option("--model", o->bench.models, "Save dir of a trained model per config, for decoding (default: train.save_dir)");
   cmd->add_option("--threads", o->bench.threads, "Thread counts, e.g. 1,0 (0 = all cores)")->delimiter(',');
   cmd->add_option("--repeats", o->bench.repeats, "Training windows and decoding runs per figure (median, min, max)")

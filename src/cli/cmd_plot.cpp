@@ -1,10 +1,11 @@
-// attnmt plot --model SAVE_DIR --src "sentence" [--tgt "reference"] --output FILE.svg|.png
+// attnmt plot --model MODEL --src "sentence" [--tgt "reference"] --output FILE.svg|.png
 // One attention heatmap, merged to words: the model's own translation of the sentence (beam as
 // configured), or with --tgt the reference force-decoded.
 #include <string>
 
 #include "analysis/aligner.h"
 #include "cli/commands.h"
+#include "cli/decode_flags.h"
 #include "report/heatmap.h"
 #include "runtime/compute.h"
 #include "util/error.h"
@@ -15,21 +16,20 @@ namespace attnmt::cli {
 
 void add_plot_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
-    std::string model, checkpoint, src, tgt, output, device, title;
-    int beam_size = 0, threads = -1;
+    std::string model, checkpoint, src, tgt, output, title;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("plot", "Draw one attention heatmap (source words x target words) as SVG or PNG");
-  cmd->add_option("--model", o->model, "Save dir of a trained model")->required();
+  cmd->add_option("--model", o->model, "A model file (.pt), or a save dir (its best.pt, else its newest checkpoint)")->required();
   cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint file (default: SAVE_DIR/best.pt, else the newest)");
   cmd->add_option("--src", o->src, "The source sentence")->required();
   cmd->add_option("--tgt", o->tgt, "A reference: plot its force-decoded attention instead of the model's translation");
   cmd->add_option("--output,-o", o->output, "FILE.svg or FILE.png")->required();
-  cmd->add_option("--beam-size", o->beam_size, "Beam size for the translation (default: decode.beam_size)");
   cmd->add_option("--title", o->title, "Title above the map (default: attention type and what is shown)");
-  cmd->add_option("--threads", o->threads, "Threads (default: config 'threads', 0 = all cores)");
-  cmd->add_option("--device", o->device, "cpu | cuda | cuda:N (default: the model's config)");
-  cmd->callback([o, &global] {
+  const auto settings = add_decode_flags(cmd, {{"--beam-size", "decode.beam_size", "Beam size for the translation"},
+                                               {"--threads", "threads", "Threads (0 = all cores)"},
+                                               {"--device", "device", "cpu | cuda | cuda:N"}});
+  cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     for (const auto* s : {&o->src, &o->tgt}) {
       const auto bad = find_invalid_utf8(*s);
@@ -39,9 +39,8 @@ void add_plot_command(CLI::App& app, const GlobalOptions& global) {
       }
     }
     if (o->src.find_first_not_of(" \t") == std::string::npos) throw InputError("--src is empty");
-    auto loaded = load_model(o->model, o->checkpoint, o->device);
-    const int threads = o->threads >= 0 ? o->threads : loaded.config.threads;
-    configure_compute(threads, loaded.config.gemm);
+    auto loaded = load_model(o->model, o->checkpoint, "", *settings);
+    configure_compute(loaded.config.threads, loaded.config.gemm);
     SentenceAttention sentence;
     std::string shown;
     if (!o->tgt.empty()) {
@@ -51,7 +50,6 @@ void add_plot_command(CLI::App& app, const GlobalOptions& global) {
       shown = "reference";
     } else {
       auto options = translate_options(loaded.config.decode);
-      if (o->beam_size > 0) options.search.beam_size = o->beam_size;
       sentence = translate_with_attention(loaded, {o->src}, options).front();
       shown = "translation, beam " + std::to_string(options.search.beam_size);
       spdlog::info("[plot] translation: {}", sentence.translation);

@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "util/error.h"
 #include "util/logging.h"
-#include "util/runtime.h"
+#include "util/host_tuning.h"
 #include "util/signals.h"
 
 namespace {
@@ -73,7 +73,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-// Before any shared library's initialiser, LibTorch's included (util/runtime.h).
+// Before any shared library's initialiser, LibTorch's included (util/host_tuning.h).
 __attribute__((section(".preinit_array"), used)) static void (*const attnmt_preinit)(int, char**, char**) =
     attnmt::tune_malloc_at_start;
 

@@ -8,6 +8,7 @@
 
 #include "data/batcher.h"
 #include "util/error.h"
+#include "util/text_io.h"
 
 namespace attnmt {
 
@@ -179,52 +180,56 @@ namespace {
 //   char[8] "ATTNMTLX", int32 version = 1, int32 src_vocab, int32 tgt_vocab, int32 frequent count F,
 //   int32 frequent[F], int32 row_start[src_vocab + 1] (row_start[0] = 0, non-decreasing),
 //   then row_start[src_vocab] entries of (int32 target id, float32 probability).
-// Binary, read straight into the flat arrays: a text form took 80-130 ms to parse for rnn256
-// (476,000 entries), ~8% of a greedy translation of the test set; this reads in ~1 ms (plus the
-// page faults of fresh memory).
+// Binary, copied straight into the flat arrays: a text form of the same table was slow to parse
+// (a noticeable part of a greedy translation; docs/performance.md).
 constexpr char kMagic[8] = {'A', 'T', 'T', 'N', 'M', 'T', 'L', 'X'};
 constexpr int32_t kVersion = 1;
 
 }  // namespace
 
-void write_lexicon(const Lexicon& lexicon, const std::string& path) {
+std::string lexicon_bytes(const Lexicon& lexicon) {
   const int32_t head[4] = {kVersion, lexicon.src_vocab, lexicon.tgt_vocab, static_cast<int32_t>(lexicon.frequent.size())};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw RuntimeError("lexicon: cannot write '" + tmp + "'");
-    auto put = [&](const void* data, size_t bytes) { out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes)); };
-    put(kMagic, sizeof kMagic);
-    put(head, sizeof head);
-    put(lexicon.frequent.data(), lexicon.frequent.size() * sizeof(int));
-    put(lexicon.row_start.data(), lexicon.row_start.size() * sizeof(int));
-    put(lexicon.entries.data(), lexicon.entries.size() * sizeof(Lexicon::Translation));
-    if (!out.flush()) throw RuntimeError("lexicon: cannot write '" + tmp + "'");
+  std::string out;
+  auto put = [&](const void* data, size_t bytes) { out.append(static_cast<const char*>(data), bytes); };
+  put(kMagic, sizeof kMagic);
+  put(head, sizeof head);
+  put(lexicon.frequent.data(), lexicon.frequent.size() * sizeof(int));
+  put(lexicon.row_start.data(), lexicon.row_start.size() * sizeof(int));
+  put(lexicon.entries.data(), lexicon.entries.size() * sizeof(Lexicon::Translation));
+  return out;
+}
+
+void write_lexicon(const Lexicon& lexicon, const std::string& path) {
+  try {
+    write_file_atomic(path, lexicon_bytes(lexicon));
+  } catch (const Error& e) {
+    throw RuntimeError(std::string("lexicon: ") + e.what());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw RuntimeError("lexicon: cannot rename '" + tmp + "' to '" + path + "'");
 }
 
 Lexicon read_lexicon(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("lexicon '" + path + "': cannot open (build it with: attnmt lexicon --model SAVE_DIR)");
-  auto fail = [&](const std::string& what) {
-    return InputError("lexicon '" + path + "': " + what + " (rebuild it: attnmt lexicon --model SAVE_DIR)");
-  };
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<size_t>(std::max<std::streamoff>(in.tellg(), 0));
-  in.seekg(0, std::ios::beg);
-  size_t at = 0;
-  auto take = [&](void* into, size_t bytes, const char* what) {  // straight into the arrays
-    if (size - at < bytes || !in.read(static_cast<char*>(into), static_cast<std::streamsize>(bytes))) {
-      throw fail(std::string("truncated in ") + what);
-    }
-    at += bytes;
-  };
-  char magic[sizeof kMagic];
-  if (size < sizeof magic || !in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof magic) != 0) {
-    throw fail("not an attnmt lexicon");
+  std::string bytes;
+  try {
+    bytes = read_file(path);
+  } catch (const Error&) {
+    throw InputError("lexicon '" + path + "': cannot open (build it with: attnmt lexicon --model SAVE_DIR)");
   }
-  at = sizeof magic;
+  return parse_lexicon(bytes, "'" + path + "'");
+}
+
+Lexicon parse_lexicon(const std::string& bytes, const std::string& name) {
+  auto fail = [&](const std::string& what) {
+    return InputError("lexicon " + name + ": " + what + " (rebuild it: attnmt lexicon --model SAVE_DIR)");
+  };
+  const size_t size = bytes.size();
+  size_t at = 0;
+  auto take = [&](void* into, size_t n, const char* what) {  // straight into the arrays
+    if (size - at < n) throw fail(std::string("truncated in ") + what);
+    if (n) std::memcpy(into, bytes.data() + at, n);
+    at += n;
+  };
+  if (size < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) throw fail("not an attnmt lexicon");
+  at = sizeof kMagic;
   int32_t head[4];
   take(head, sizeof head, "the header");
   if (head[0] != kVersion) throw fail("version " + std::to_string(head[0]) + ", expected " + std::to_string(kVersion));

@@ -72,6 +72,9 @@ Lexicon train_lexicon(const std::vector<Example>& examples, int src_vocab, int t
 // file and what is wrong when it is missing, truncated or inconsistent.
 void write_lexicon(const Lexicon& lexicon, const std::string& path);
 Lexicon read_lexicon(const std::string& path);
+// The same layout in memory (model files store it); `name` says where the bytes come from.
+std::string lexicon_bytes(const Lexicon& lexicon);
+Lexicon parse_lexicon(const std::string& bytes, const std::string& name);
 
 // Where a model's lexicon lives: SAVE_DIR/lexicon.bin.
 std::string lexicon_path(const std::string& save_dir);

@@ -28,6 +28,8 @@ class SpmBackend {
   virtual std::string id_to_piece(int id) const = 0;
   virtual int piece_size() const = 0;
   virtual std::string serialized() const = 0;
+  // load() from a model file's bytes (serialized()). Empty string on success, else the error.
+  virtual std::string load_serialized(const std::string& bytes) = 0;
 };
 
 }  // namespace attnmt

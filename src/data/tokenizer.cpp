@@ -9,6 +9,7 @@
 #include "data/corpus.h"
 #include "data/spm_backend.h"
 #include "util/error.h"
+#include "util/process.h"
 #include "util/logging.h"
 #include "util/text_io.h"
 
@@ -19,10 +20,11 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string executable_dir() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  return fs::path(std::string(buf, static_cast<size_t>(n))).parent_path().string();
+  try {
+    return fs::path(self_executable()).parent_path().string();
+  } catch (const Error&) {
+    return ".";
+  }
 }
 
 // Loads libattnmt_spm.so once: $ATTNMT_SPM_PLUGIN, next to the executable, its parent (tests
@@ -84,6 +86,17 @@ Tokenizer::Tokenizer(const std::string& model_path) : impl_(std::make_unique<Imp
   }
 }
 
+Tokenizer Tokenizer::from_bytes(const std::string& bytes, const std::string& name) {
+  Tokenizer t;
+  t.impl_ = std::make_unique<Impl>();
+  t.model_path_ = name;
+  if (auto error = t.impl_->processor->load_serialized(bytes); !error.empty()) {
+    throw InputError("tokenizer model in " + name + " cannot be loaded: " + error);
+  }
+  return t;
+}
+
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 void Tokenizer::train(const std::vector<std::string>& sentences, const std::string& model_prefix,

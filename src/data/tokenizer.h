@@ -19,6 +19,10 @@ class Tokenizer {
 
   // Loads a trained model (.model file); InputError if missing or unreadable.
   explicit Tokenizer(const std::string& model_path);
+  // A model from its bytes (serialized(), as model files store them); `name` says where they come
+  // from in messages. InputError if they are not a SentencePiece model.
+  static Tokenizer from_bytes(const std::string& bytes, const std::string& name);
+  Tokenizer(Tokenizer&&) noexcept;
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
@@ -43,9 +47,10 @@ class Tokenizer {
   std::string piece(int id) const;
   int vocab_size() const;
   const std::string& model_path() const { return model_path_; }
-  std::string serialized() const;  // the model file's bytes (stored inside checkpoints)
+  std::string serialized() const;  // the model file's bytes (stored inside model files)
 
  private:
+  Tokenizer() = default;
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string model_path_;

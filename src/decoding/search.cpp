@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "decoding/beams.h"
 #include "decoding/candidates.h"
 
 namespace attnmt {
@@ -28,8 +30,10 @@ std::vector<float> attention_row(const torch::Tensor& att_cpu, int64_t row, int6
   return {p, p + length};
 }
 
+// floor(ratio * source length) + 5, bounded so that no ratio overflows the cast.
 int64_t max_target_length(int64_t src_len, double ratio) {
-  return static_cast<int64_t>(std::floor(ratio * static_cast<double>(src_len))) + 5;
+  constexpr double kLimit = 1 << 20;
+  return static_cast<int64_t>(std::min(std::floor(ratio * static_cast<double>(src_len)), kLimit)) + 5;
 }
 
 // GNMT coverage penalty of one hypothesis from its attention sums over real source positions.
@@ -119,12 +123,10 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
       for (int64_t k = 0; k < K; ++k) expand.push_back(b);
     state->expand_beams(index_tensor(expand, device), K);
   }
-  // Per row: cumulative log-prob, tokens so far, attention so far, coverage (sum of attention).
-  std::vector<double> scores(B * K, kNegInf);
-  for (int64_t b = 0; b < B; ++b) scores[b * K] = 0.0;  // only one live beam at t = 0
-  std::vector<std::vector<int64_t>> tokens(B * K);
-  std::vector<std::vector<std::vector<float>>> attention(B * K);
-  torch::Tensor coverage;  // [rows, S] CPU float
+  std::vector<double> initial(B * K, kNegInf);
+  for (int64_t b = 0; b < B; ++b) initial[b * K] = 0.0;  // only one live beam at t = 0
+  Beams beams(std::move(initial), options.return_attention);
+  torch::Tensor coverage;  // [rows, S] CPU float: the sum of each row's attention (coverage penalty)
   std::vector<std::vector<Hypothesis>> finished(B);
 
   auto prev = torch::full({B * K}, model.bos_id(), torch::dtype(torch::kLong).device(device));
@@ -134,50 +136,43 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
     const int64_t V = r.logits.size(1);
     const int64_t* vocabulary = r.vocabulary.defined() ? r.vocabulary.data_ptr<int64_t>() : nullptr;
     auto word = [&](int64_t column) { return vocabulary ? vocabulary[column] : column; };
-    const auto candidates = best_candidates(r.logits, scores, K, std::min<int64_t>(2 * K, K * V));
+    const auto candidates = best_candidates(r.logits, beams.scores(), K, std::min<int64_t>(2 * K, K * V));
     const int64_t C = candidates.per_sentence;
-    const double* tsp = candidates.scores.data();
-    const int64_t* tip = candidates.ids.data();
+    auto candidate_score = [&](int64_t a, int64_t j) { return candidates.scores[a * C + j]; };
+    auto candidate_row = [&](int64_t a, int64_t j) { return a * K + candidates.ids[a * C + j] / V; };
+    auto candidate_token = [&](int64_t a, int64_t j) { return word(candidates.ids[a * C + j] % V); };
     torch::Tensor att;
     if (want_att) {
       att = r.attention.to(torch::kCPU, torch::kFloat).contiguous();
       coverage = coverage.defined() ? coverage + att : att.clone();
     }
+    auto attention_of = [&](int64_t row, int64_t b) {
+      return options.return_attention ? attention_row(att, row, src_len[b]) : std::vector<float>();
+    };
+    auto finish = [&](int64_t b, int64_t row, double log_prob, std::optional<int64_t> last_token) {
+      Hypothesis h = beams.finish(row, log_prob, last_token, attention_of(row, b));
+      h.score = log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
+      if (options.coverage_penalty != 0.0) {
+        h.score += coverage_score(coverage[row].slice(0, 0, src_len[b]), options.coverage_penalty);
+      }
+      finished[b].push_back(std::move(h));
+    };
 
     std::vector<int64_t> next_rows, next_tokens, next_active;
     std::vector<double> next_scores;
-    std::vector<std::vector<int64_t>> next_hist;
-    std::vector<std::vector<std::vector<float>>> next_att;
+    std::vector<std::vector<float>> next_att;
     for (int64_t a = 0; a < A; ++a) {
       const int64_t b = active[a];
       const bool at_max = t + 1 >= max_target_length(src_len[b], options.max_length_ratio);
-      auto finish = [&](int64_t row, double log_prob, bool with_eos, int64_t last_token) {
-        Hypothesis h;
-        h.tokens = tokens[row];
-        if (!with_eos) h.tokens.push_back(last_token);
-        h.log_prob = log_prob;
-        h.finished = with_eos;
-        if (options.return_attention) {
-          h.attention = attention[row];
-          h.attention.push_back(attention_row(att, row, src_len[b]));
-        }
-        h.score = log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
-        if (options.coverage_penalty != 0.0) {
-          h.score += coverage_score(coverage[row].slice(0, 0, src_len[b]), options.coverage_penalty);
-        }
-        finished[b].push_back(std::move(h));
-      };
       std::vector<int64_t> live;  // candidate indices kept alive
       for (int64_t j = 0; j < C && static_cast<int64_t>(live.size()) < K; ++j) {
-        const double s = tsp[a * C + j];
+        const double s = candidate_score(a, j);
         if (s == kNegInf) break;
-        const int64_t id = tip[a * C + j];
-        const int64_t row = a * K + id / V;
-        const int64_t tok = word(id % V);
+        const int64_t tok = candidate_token(a, j);
         if (tok == model.eos_id()) {
-          if (j < K) finish(row, s, /*with_eos=*/true, tok);
+          if (j < K) finish(b, candidate_row(a, j), s, std::nullopt);
         } else if (at_max) {
-          finish(row, s, /*with_eos=*/false, tok);
+          finish(b, candidate_row(a, j), s, tok);
           live.push_back(j);  // counted so that at most K are finished this way
         } else {
           live.push_back(j);
@@ -188,27 +183,15 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
       next_active.push_back(b);
       for (int64_t k = 0; k < K; ++k) {
         if (k < static_cast<int64_t>(live.size())) {
-          const int64_t j = live[k];
-          const int64_t id = tip[a * C + j];
-          const int64_t row = a * K + id / V;
+          const int64_t row = candidate_row(a, live[k]);
           next_rows.push_back(row);
-          next_tokens.push_back(word(id % V));
-          next_scores.push_back(tsp[a * C + j]);
-          auto hist = tokens[row];
-          hist.push_back(word(id % V));
-          next_hist.push_back(std::move(hist));
-          if (options.return_attention) {
-            auto ah = attention[row];
-            ah.push_back(attention_row(att, row, src_len[b]));
-            next_att.push_back(std::move(ah));
-          } else {
-            next_att.emplace_back();
-          }
+          next_tokens.push_back(candidate_token(a, live[k]));
+          next_scores.push_back(candidate_score(a, live[k]));
+          next_att.push_back(attention_of(row, b));
         } else {  // fewer than K live candidates: a dead beam that can never win
           next_rows.push_back(a * K);
           next_tokens.push_back(model.eos_id());
           next_scores.push_back(kNegInf);
-          next_hist.emplace_back();
           next_att.emplace_back();
         }
       }
@@ -223,9 +206,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
       state->index_select(index);
     }
     if (coverage.defined()) coverage = coverage.index_select(0, torch::tensor(next_rows, torch::kLong));
-    scores = std::move(next_scores);
-    tokens = std::move(next_hist);
-    attention = std::move(next_att);
+    beams.advance(next_rows, next_tokens, std::move(next_scores), std::move(next_att));
     prev = index_tensor(next_tokens, device);
   }
 

@@ -1,5 +1,5 @@
 #include "model/decoder.h"
-#include "model/random.h"
+#include "runtime/random.h"
 
 #include "attention/registry.h"
 
@@ -50,21 +50,21 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
   return state;
 }
 
-PackedDecoder DecoderImpl::pack(bool bf16) const {
-  return {rnn_->pack(bf16), PackedLinear(combine_->weight, torch::Tensor(), bf16)};
+DecoderProducts DecoderImpl::products(ExecutionMode mode) const {
+  return {rnn_->products(mode), make_product(combine_->weight, torch::Tensor(), mode)};
+}
+
+DecoderProducts DecoderImpl::training_products() const {
+  return {rnn_->training_products(), make_training_product(combine_->weight, torch::Tensor())};
 }
 
 torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
                                 const AttentionMemory& memory, DecoderStepState& state, int64_t t,
-                                torch::Tensor* weights, const PackedDecoder* packed) {
-  const auto* packed_rnn = packed ? &packed->rnn : nullptr;
-  if (!packed && !state.combine && use_step_weight(combine_->weight)) state.combine = StepWeight(combine_->weight, {});
-  auto combine = [&](const torch::Tensor& x) {
-    return packed ? packed->combine(x) : state.combine ? state.combine(x) : combine_(x);
-  };
+                                torch::Tensor* weights, const DecoderProducts& products) {
+  const auto& combine = *products.combine;
   torch::Tensor out;
   if (luong_) {
-    auto s = rnn_->step(gates_t, state.feed, state.rnn, packed_rnn);  // [N, H]
+    auto s = rnn_->step(gates_t, state.feed, state.rnn, products.rnn);  // s_t [N, H]
     auto att = attention_->forward(s, memory, state.attention, t);
     state.attention = std::move(att.state);
     out = stream_dropout(torch::tanh(combine(torch::cat({att.context, s}, 1))), config_.decoder.dropout, is_training());  // h~_t
@@ -73,9 +73,9 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tenso
   } else {
     auto att = attention_->forward(state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}
     state.attention = std::move(att.state);
-    auto s = rnn_->step(gates_t, att.context, state.rnn, packed_rnn);
+    auto s = rnn_->step(gates_t, att.context, state.rnn, products.rnn);
     out = stream_dropout(torch::tanh(combine(torch::cat({s, att.context, embedded_t}, 1))), config_.decoder.dropout,
-                  is_training());
+                         is_training());
     if (weights) *weights = att.weights;
   }
   return out;

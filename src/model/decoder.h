@@ -1,4 +1,4 @@
-// The attentional decoder, in the two styles of ../shared/ATTENTION.md:
+// The attentional decoder, in the two styles of docs/attention.md:
 //  luong    (Luong et al., 2015): s_t = RNN(s_{t-1}, [E y_{t-1}; h~_{t-1}]) (input feeding),
 //           query = s_t, h~_t = tanh(W_c [c_t; s_t]).
 //  bahdanau (Bahdanau et al., 2015): query = s_{t-1}, c_t first, then
@@ -21,15 +21,14 @@ struct DecoderStepState {
   RnnState rnn;
   torch::Tensor feed;  // [N, H] h~_{t-1} (luong with input feeding), else undefined
   AttentionState attention;
-  StepWeight combine;  // training (gradients recorded): W_c's products, gradient deferred (model/step_weight.h)
 
   DecoderStepState index_select(const torch::Tensor& index) const;
 };
 
-// The decoder step's products on packed weights (decoding; see RnnStack's PackedRnnStack).
-struct PackedDecoder {
-  PackedRnnStack rnn;
-  PackedLinear combine;
+// The decoder's products in one execution mode (model/product.h).
+struct DecoderProducts {
+  RnnProducts rnn;
+  std::unique_ptr<Product> combine;  // luong: W_c; bahdanau: W_o
 };
 
 class DecoderImpl : public torch::nn::Module {
@@ -38,16 +37,18 @@ class DecoderImpl : public torch::nn::Module {
 
   DecoderStepState initial_state(const EncoderOutput& encoded, const AttentionMemory& memory);
   // [..., E] -> [..., G]: the embedding part of the first RNN layer's gates, for many steps at once.
-  torch::Tensor project_embeddings(const torch::Tensor& embedded, const PackedDecoder* packed = nullptr) {
-    return rnn_->project_static(embedded, packed ? &packed->rnn : nullptr);
+  torch::Tensor project_embeddings(const torch::Tensor& embedded, const DecoderProducts& products) const {
+    return rnn_->project_static(embedded, products.rnn);
   }
   // One step t (0-based). gates_t = project_embeddings(E y_{t-1}) [N, G], embedded_t [N, E].
-  // Returns h~_t [N, H]; weights (if not null) receives alpha_t [N, S]. packed: pack()'s weights.
+  // Returns h~_t [N, H]; weights (if not null) receives alpha_t [N, S].
   torch::Tensor step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
                      const AttentionMemory& memory, DecoderStepState& state, int64_t t,
-                     torch::Tensor* weights, const PackedDecoder* packed = nullptr);
-  // The current weights packed for decoding (bf16: products in bfloat16).
-  PackedDecoder pack(bool bf16) const;
+                     torch::Tensor* weights, const DecoderProducts& products);
+  // The products in `mode` on the current weights (stale once they change).
+  DecoderProducts products(ExecutionMode mode) const;
+  // Training's products for one forward pass (RnnStack::training_products).
+  DecoderProducts training_products() const;
 
   Attention& attention() { return *attention_; }
   int64_t output_size() const { return config_.decoder.hidden_size; }

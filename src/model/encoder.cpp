@@ -1,6 +1,6 @@
 #include "model/encoder.h"
-#include "model/lstm_cell.h"
-#include "model/random.h"
+#include "runtime/lstm_cell.h"
+#include "runtime/random.h"
 
 #include <tuple>
 
@@ -26,35 +26,38 @@ EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size)
   }
 }
 
-PackedEncoder EncoderImpl::pack(bool bf16) const {
-  PackedEncoder p;
+EncoderProducts EncoderImpl::products(ExecutionMode mode) const {
+  EncoderProducts p;
+  if (mode.kind == ExecutionMode::kLibTorch) return p;
   for (const auto& lstm : lstm_) {  // torch::nn::LSTM's own parameters, one layer each
     const auto params = lstm->named_parameters(false);
-    p.ih.emplace_back(params["weight_ih_l0"], params["bias_ih_l0"], bf16);
-    p.hh.emplace_back(params["weight_hh_l0"], params["bias_hh_l0"], bf16);
+    p.ih.push_back(make_product(params["weight_ih_l0"], params["bias_ih_l0"], mode));
+    p.hh.push_back(make_product(params["weight_hh_l0"], params["bias_hh_l0"], mode));
   }
   return p;
 }
 
-torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input, const PackedEncoder* packed) {
-  if (packed && !packed->ih.empty()) {
-    // torch::nn::LSTM's recurrence over the padded batch, left to right, on the packed weights:
+torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input, const EncoderProducts& products) {
+  if (!products.ih.empty()) {
+    // torch::nn::LSTM's recurrence over the padded batch, left to right, on the given products:
     // one product for every step's input gates (time-major rows, so step t's are contiguous),
-    // then per step the recurrent product and the fused cell (model/lstm_cell.h).
+    // then per step the recurrent product and the fused cell (runtime/lstm_cell.h).
     const int64_t B = input.size(0), S = input.size(1), H = config_.hidden_size;
-    auto input_gates = packed->ih[index](input.transpose(0, 1).reshape({S * B, input.size(2)})).view({S, B, 4 * H});
+    const auto& ih = *products.ih[index];
+    const auto& hh = *products.hh[index];
+    auto input_gates = ih(input.transpose(0, 1).reshape({S * B, input.size(2)})).view({S, B, 4 * H});
     auto out = torch::empty({S, B, H}, input_gates.options());
     auto h = torch::zeros({B, H}, input_gates.options());
     auto c = torch::zeros({B, H}, input_gates.options());
     for (int64_t t = 0; t < S; ++t) {
-      std::tie(h, c) = lstm_cell(packed->hh[index](h).add_(input_gates[t]), c);
+      std::tie(h, c) = lstm_cell(hh(h, input_gates[t]), c);
       out[t].copy_(h);
     }
     return out.transpose(0, 1).contiguous();  // [B, S, H]
   }
   if (!lstm_.empty()) {
     if (input.is_cpu() && torch::GradMode::is_enabled() && is_training()) {
-      // Training: one autograd node per layer and direction (model/lstm_cell.h).
+      // Training: one autograd node per layer and direction (runtime/lstm_cell.h).
       const auto p = lstm_[index]->named_parameters(false);
       return lstm_layer(input, p["weight_ih_l0"], p["weight_hh_l0"], p["bias_ih_l0"], p["bias_hh_l0"]);
     }
@@ -64,7 +67,7 @@ torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input, const P
 }
 
 EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::Tensor& lengths,
-                                   const PackedEncoder* packed) {
+                                   const EncoderProducts& products) {
   const int64_t B = embedded.size(0), S = embedded.size(1);
   auto len = lengths.to(embedded.device(), torch::kLong).unsqueeze(1);   // [B, 1]
   auto positions = torch::arange(S, len.options()).unsqueeze(0);          // [1, S]
@@ -81,10 +84,10 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
   torch::Tensor final_fwd, final_bwd;
   for (int64_t l = 0; l < config_.layers; ++l) {
     const size_t base = static_cast<size_t>(l) * (bi ? 2 : 1);
-    auto fwd = run(base, x, packed);                                      // [B, S, H]
+    auto fwd = run(base, x, products);                                      // [B, S, H]
     final_fwd = fwd.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
     if (bi) {
-      auto bwd_reversed = run(base + 1, flip(x), packed);                 // [B, S, H]
+      auto bwd_reversed = run(base + 1, flip(x), products);                 // [B, S, H]
       final_bwd = bwd_reversed.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
       x = torch::cat({fwd, flip(bwd_reversed)}, 2);                       // [B, S, 2H]
     } else {

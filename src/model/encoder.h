@@ -5,10 +5,11 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "config/config.h"
-#include "runtime/packed_linear.h"
+#include "model/product.h"
 
 namespace attnmt {
 
@@ -19,27 +20,27 @@ struct EncoderOutput {
                          // (forward) and first token (backward), directions concatenated
 };
 
-// The encoder's LSTM products for decoding, on its weights as they are when pack() is called
-// (runtime/packed_linear.h): per layer and direction, the input projection of all time steps in
-// one product, and the recurrent projection once per step. Stale once the weights change.
-struct PackedEncoder {
-  std::vector<PackedLinear> ih, hh;  // [layer * directions + direction]; empty for a GRU encoder
+// The encoder's LSTM products in a decoding execution mode (model/product.h): per layer and
+// direction, the input projection of all time steps in one product, and the recurrent projection
+// once per step. Empty: the encoder runs LibTorch's LSTM/GRU (and in training lstm_layer).
+struct EncoderProducts {
+  std::vector<std::unique_ptr<Product>> ih, hh;  // [layer * directions + direction]
 };
 
 class EncoderImpl : public torch::nn::Module {
  public:
   EncoderImpl(const EncoderConfig& config, int64_t embedding_size);
-  // embedded [B, S, E] (already embedded, dropout applied), lengths [B] int64.
-  // packed (decoding, no gradient): an LSTM encoder runs its recurrence on pack()'s weights
-  // (bf16 packs: its products in bfloat16); a GRU encoder ignores it (LibTorch's loop).
+  // embedded [B, S, E] (already embedded, dropout applied), lengths [B] int64. With products
+  // (decoding, no gradient), an LSTM encoder runs its recurrence on them.
   EncoderOutput forward(const torch::Tensor& embedded, const torch::Tensor& lengths,
-                        const PackedEncoder* packed = nullptr);
-  // The current LSTM weights, packed for forward() (bf16: products in bfloat16).
-  PackedEncoder pack(bool bf16) const;
+                        const EncoderProducts& products = {});
+  // The LSTM's products in `mode` on the current weights (stale once they change); empty for
+  // ExecutionMode::kLibTorch and for a GRU encoder (LibTorch's own loop).
+  EncoderProducts products(ExecutionMode mode) const;
   int64_t output_size() const { return output_size_; }
 
  private:
-  torch::Tensor run(size_t index, const torch::Tensor& input, const PackedEncoder* packed);  // one layer, one direction
+  torch::Tensor run(size_t index, const torch::Tensor& input, const EncoderProducts& products);  // one layer, one direction
   EncoderConfig config_;
   int64_t output_size_;
   std::vector<torch::nn::LSTM> lstm_;  // [layer * directions + direction]

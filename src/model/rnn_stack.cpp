@@ -1,23 +1,11 @@
 #include "model/rnn_stack.h"
 
-#include "model/lstm_cell.h"
-#include "model/random.h"
-
-#include <ATen/autocast_mode.h>
+#include "runtime/lstm_cell.h"
+#include "runtime/random.h"
 
 #include <cmath>
 
 namespace attnmt {
-
-namespace {
-// Under CPU autocast (train.precision: bf16) the weight's cast copy, made once per forward pass
-// (autocast's cache keeps casts of leaf weights; a transposed view would be cast at every step,
-// and its gradient cast back at every step).
-torch::Tensor autocast_weight(const torch::Tensor& w) {
-  if (!at::autocast::is_cpu_enabled()) return w;
-  return at::autocast::cached_cast(at::autocast::get_autocast_cpu_dtype(), w, c10::DeviceType::CPU);
-}
-}  // namespace
 
 RnnStackImpl::RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t dynamic_size,
                            int64_t hidden, int64_t layers, double dropout)
@@ -47,77 +35,59 @@ RnnStackImpl::RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t 
   }
 }
 
-PackedRnnStack RnnStackImpl::pack(bool bf16) const {
-  PackedRnnStack p{PackedLinear(w_static_, b_, bf16), std::nullopt, {}, {}};
-  if (w_dynamic_.defined()) p.dynamic.emplace(w_dynamic_, torch::Tensor(), bf16);
+template <typename Make>
+RnnProducts RnnStackImpl::make_products(Make make) const {
+  RnnProducts p;
+  if (w_dynamic_.defined()) p.dynamic = make(w_dynamic_, torch::Tensor());
   for (int64_t l = 0; l < layers_; ++l) {
-    p.ih.emplace_back();
-    if (l > 0) p.ih.back().emplace(w_ih_[l], b_ih_[l], bf16);
-    p.hh.emplace_back(w_hh_[l], b_hh_[l], bf16);
+    p.ih.push_back(l > 0 ? make(w_ih_[l], b_ih_[l]) : nullptr);
+    p.hh.push_back(make(w_hh_[l], b_hh_[l]));
   }
   return p;
 }
 
-std::shared_ptr<const RnnStepWeights> RnnStackImpl::step_weights() const {
-  auto w = std::make_shared<RnnStepWeights>();
-  if (w_dynamic_.defined()) w->dynamic = StepWeight(w_dynamic_, torch::Tensor());
-  for (int64_t l = 0; l < layers_; ++l) {
-    w->ih.push_back(l > 0 ? StepWeight(w_ih_[l], b_ih_[l]) : StepWeight());
-    w->hh.emplace_back(w_hh_[l], b_hh_[l]);
-  }
-  return w;
+RnnProducts RnnStackImpl::products(ExecutionMode mode) const {
+  auto p = make_products([&](const torch::Tensor& w, const torch::Tensor& b) { return make_product(w, b, mode); });
+  p.input = make_product(w_static_, b_, mode);
+  return p;
 }
 
-torch::Tensor RnnStackImpl::project_static(const torch::Tensor& x_static, const PackedRnnStack* packed) {
-  if (packed) return packed->input(x_static);
-  return torch::nn::functional::linear(x_static, w_static_, b_);
+RnnProducts RnnStackImpl::training_products() const {
+  auto p = make_products(make_training_product);
+  // One product over all steps' embeddings (teacher forcing): LibTorch's.
+  p.input = make_product(w_static_, b_, ExecutionMode::libtorch());
+  return p;
 }
 
 torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state,
-                                 const PackedRnnStack* packed) {
+                                 const RnnProducts& products) {
   const auto& h = state.h[layer];
-  const auto* weights = state.weights.get();
+  const auto& hh = *products.hh[layer];
   if (lstm_) {
-    auto gates = packed    ? packed->hh[layer](h).add_(input_gates)
-                 : weights ? weights->hh[layer](h, input_gates)
-                           : torch::addmm(input_gates + b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 4H]
-    auto [h_new, c] = lstm_cell(gates, state.c[layer]);  // model/lstm_cell.h: one fused node
+    auto gates = hh(h, input_gates);                      // [N, 4H]
+    auto [h_new, c] = lstm_cell(gates, state.c[layer]);  // runtime/lstm_cell.h: one fused node
     state.c[layer] = c;
     state.h[layer] = h_new;
     return h_new;
   }
   // GRU: r and z from input+hidden; n uses r * (W_hn h + b_hn).
-  auto gh = packed    ? packed->hh[layer](h)
-            : weights ? weights->hh[layer](h)
-                      : torch::addmm(b_hh_[layer], h, autocast_weight(w_hh_[layer]).t());  // [N, 3H]
+  auto gh = hh(h);  // [N, 3H]
   auto gi = input_gates.chunk(3, 1);
-  auto hh = gh.chunk(3, 1);
-  auto r = torch::sigmoid(gi[0] + hh[0]);
-  auto z = torch::sigmoid(gi[1] + hh[1]);
-  auto n = torch::tanh(gi[2] + r * hh[2]);
+  auto hg = gh.chunk(3, 1);
+  auto r = torch::sigmoid(gi[0] + hg[0]);
+  auto z = torch::sigmoid(gi[1] + hg[1]);
+  auto n = torch::tanh(gi[2] + r * hg[2]);
   auto h_new = n + z * (h - n);  // (1 - z) * n + z * h
   state.h[layer] = h_new;
   return h_new;
 }
 
 torch::Tensor RnnStackImpl::step(const torch::Tensor& static_gates, const torch::Tensor& dynamic,
-                                 RnnState& state, const PackedRnnStack* packed) {
-  if (!packed && !state.weights && use_step_weight(w_hh_[0])) state.weights = step_weights();
-  const auto* weights = state.weights.get();
-  auto gates = static_gates;
-  if (w_dynamic_.defined()) {
-    gates = packed    ? (*packed->dynamic)(dynamic).add_(gates)
-            : weights ? weights->dynamic(dynamic, gates)
-                      : torch::addmm(gates, dynamic, autocast_weight(w_dynamic_).t());
-  }
-  auto out = cell(0, gates, state, packed);
+                                 RnnState& state, const RnnProducts& products) {
+  auto gates = w_dynamic_.defined() ? (*products.dynamic)(dynamic, static_gates) : static_gates;
+  auto out = cell(0, gates, state, products);
   for (int64_t l = 1; l < layers_; ++l) {
-    auto in = stream_dropout(out, dropout_, is_training());
-    out = cell(l,
-               packed    ? (*packed->ih[l])(in)
-               : weights ? weights->ih[l](in)
-                         : torch::addmm(b_ih_[l], in, autocast_weight(w_ih_[l]).t()),
-               state, packed);
+    out = cell(l, (*products.ih[l])(stream_dropout(out, dropout_, is_training())), state, products);
   }
   return out;
 }

@@ -7,35 +7,24 @@
 #include <torch/torch.h>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "model/step_weight.h"
-#include "runtime/packed_linear.h"
+#include "model/product.h"
 
 namespace attnmt {
-
-// The stack's products for one sequence's steps in training, the weights' gradients deferred to
-// products over many steps' rows (model/step_weight.h). Made by step() at a sequence's first step.
-struct RnnStepWeights {
-  StepWeight dynamic;              // layer 0's dynamic input (w_dynamic), if any
-  std::vector<StepWeight> ih, hh;  // layers >= 1 (w_ih, b_ih; ih[0] unused); every layer (w_hh, b_hh)
-};
 
 struct RnnState {
   std::vector<torch::Tensor> h;  // per layer [N, H]
   std::vector<torch::Tensor> c;  // per layer [N, H] (LSTM only; empty for GRU)
-  std::shared_ptr<const RnnStepWeights> weights;  // training (gradients recorded), else null
 };
 
-// The stack's products for decoding, on its weights as they are when pack() is called
-// (runtime/packed_linear.h). Passed to project_static() / step(); stale once the weights change.
-struct PackedRnnStack {
-  PackedLinear input;                          // layer 0's static input (w_static, b)
-  std::optional<PackedLinear> dynamic;         // layer 0's dynamic input (w_dynamic), if any
-  std::vector<std::optional<PackedLinear>> ih;  // layers >= 1 (w_ih, b_ih); nullopt for layer 0
-  std::vector<PackedLinear> hh;                 // every layer (w_hh, b_hh)
+// The stack's products in one execution mode (model/product.h).
+struct RnnProducts {
+  std::unique_ptr<Product> input;             // layer 0's static input (w_static, b)
+  std::unique_ptr<Product> dynamic;           // layer 0's dynamic input (w_dynamic), if any
+  std::vector<std::unique_ptr<Product>> ih;   // layers >= 1 (w_ih, b_ih); null for layer 0
+  std::vector<std::unique_ptr<Product>> hh;   // every layer (w_hh, b_hh)
 };
 
 class RnnStackImpl : public torch::nn::Module {
@@ -44,23 +33,27 @@ class RnnStackImpl : public torch::nn::Module {
                int64_t layers, double dropout);
 
   // [..., static_size] -> [..., gates]: layer 0's input projection of the static input (+ bias).
-  // packed (decoding, x_static [N, static_size]): the same product on the packed weights.
-  torch::Tensor project_static(const torch::Tensor& x_static, const PackedRnnStack* packed = nullptr);
+  torch::Tensor project_static(const torch::Tensor& x_static, const RnnProducts& products) const {
+    return (*products.input)(x_static);
+  }
   // One step. static_gates = project_static(x_t) [N, G]; dynamic [N, dynamic_size] or undefined
-  // when dynamic_size == 0. Updates state, returns the top layer's output [N, H]. With gradients
-  // recorded (and no packed weights), the first step of a state puts RnnStepWeights in it.
+  // when dynamic_size == 0. Updates state, returns the top layer's output [N, H].
   torch::Tensor step(const torch::Tensor& static_gates, const torch::Tensor& dynamic, RnnState& state,
-                     const PackedRnnStack* packed = nullptr);
-  // The current weights, packed for step() (bf16: products in bfloat16).
-  PackedRnnStack pack(bool bf16) const;
+                     const RnnProducts& products);
+  // The products in `mode` on the current weights (stale once they change).
+  RnnProducts products(ExecutionMode mode) const;
+  // Training's products for one forward pass: the recurrent weights through StepWeight when
+  // gradients are recorded (runtime/step_weight.h).
+  RnnProducts training_products() const;
 
   bool is_lstm() const { return lstm_; }
   int64_t hidden_size() const { return hidden_; }
   int64_t layers() const { return layers_; }
 
  private:
-  torch::Tensor cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state, const PackedRnnStack* packed);
-  std::shared_ptr<const RnnStepWeights> step_weights() const;
+  torch::Tensor cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state, const RnnProducts& products);
+  template <typename Make>
+  RnnProducts make_products(Make make) const;
   bool lstm_;
   int64_t hidden_, layers_, gates_;
   double dropout_;

@@ -1,8 +1,7 @@
 #include "model/seq2seq.h"
-#include "model/random.h"
-#include "data/lexicon.h"
-#include "data/tokenizer.h"
 
+#include "runtime/packed_linear.h"
+#include "runtime/random.h"
 #include "util/error.h"
 
 namespace attnmt {
@@ -52,9 +51,9 @@ int64_t Seq2SeqImpl::parameter_count() const {
 }
 
 Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths,
-                                          const PackedSeq2Seq* packed) {
+                                          const EncoderProducts& products) {
   auto embedded = stream_dropout(src_embed_(src), config_.encoder.dropout, is_training());  // [B, S, E]
-  auto encoded = encoder_->forward(embedded, lengths, packed ? &packed->encoder : nullptr);
+  auto encoded = encoder_->forward(embedded, lengths, products);
   Encoded out;
   out.memory = decoder_->attention().prepare(encoded.states, encoded.mask);
   out.state = decoder_->initial_state(encoded, out.memory);
@@ -68,171 +67,76 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 
 torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::Tensor& lengths,
                                          const torch::Tensor& tgt_in, torch::Tensor* attention) {
-  auto enc = encode(src, lengths);
+  auto enc = encode(src, lengths, EncoderProducts());
+  const auto products = decoder_->training_products();
   // Time-major so that step t reads a contiguous [B, *] slice.
   auto embedded = stream_dropout(tgt_embed_(tgt_in.t()), config_.decoder.dropout, is_training());   // [T, B, E]
   // One GEMM for all steps; unbind (not gates[t]) so that backward is one stack, not T
   // full-size zero tensors.
-  auto gates = decoder_->project_embeddings(embedded).unbind(0);  // T x [B, G]
-  auto embedded_t = embedded.unbind(0);                           // T x [B, E]
+  auto gates = decoder_->project_embeddings(embedded, products).unbind(0);  // T x [B, G]
+  auto embedded_t = embedded.unbind(0);                                     // T x [B, E]
   const int64_t T = tgt_in.size(1);
   std::vector<torch::Tensor> outputs, weights;
   outputs.reserve(T);
   for (int64_t t = 0; t < T; ++t) {
     torch::Tensor w;
     outputs.push_back(decoder_->step(gates[t], embedded_t[t], enc.memory, enc.state, t,
-                                     attention ? &w : nullptr));
+                                     attention ? &w : nullptr, products));
     if (attention) weights.push_back(w);
   }
   if (attention) *attention = torch::stack(weights, 1);  // [B, T, S]
   return torch::stack(outputs, 1);                        // [B, T, H]
 }
 
-torch::Tensor Seq2SeqImpl::step(const torch::Tensor& prev, const AttentionMemory& memory,
-                                DecoderStepState& state, int64_t t, torch::Tensor* attention) {
-  return generate(step_hidden(prev, memory, state, t, attention));
-}
-
 torch::Tensor Seq2SeqImpl::step_hidden(const torch::Tensor& prev, const AttentionMemory& memory,
                                        DecoderStepState& state, int64_t t, torch::Tensor* attention,
-                                       const PackedSeq2Seq* packed) {
-  const auto* packed_decoder = packed ? &packed->decoder : nullptr;
+                                       const DecoderProducts& products) {
   auto embedded = tgt_embed_(prev);  // [N, E]
-  auto gates = decoder_->project_embeddings(embedded, packed_decoder);
-  return decoder_->step(gates, embedded, memory, state, t, attention, packed_decoder);
+  auto gates = decoder_->project_embeddings(embedded, products);
+  return decoder_->step(gates, embedded, memory, state, t, attention, products);
 }
 
-PackedSeq2Seq Seq2SeqImpl::pack(bool bf16) const {
-  return {encoder_->pack(bf16), decoder_->pack(bf16), PackedLinear(out_weight_, out_bias_, bf16)};
+Seq2SeqProducts Seq2SeqImpl::products(ExecutionMode mode) const {
+  // Without packed weights, bf16 is the output layer's alone.
+  const auto recurrence = mode.kind == ExecutionMode::kPacked ? mode : ExecutionMode::libtorch();
+  return {encoder_->products(recurrence), decoder_->products(recurrence), make_product(out_weight_, out_bias_, mode)};
 }
 
-namespace {
-struct Seq2SeqSearchState : SearchState {
-  AttentionMemory memory;
-  DecoderStepState state;
-  int64_t t = 0;
-  bool share_memory = false;  // the attention reads one memory row per sentence for its beams
-  // decode.shortlist: the batch's tokens [L] (CPU int64) and the output layer's rows for them,
-  // packed (output) or as tensors (weight / weight_bf16, bias).
-  torch::Tensor vocabulary;
-  std::shared_ptr<PackedLinear> output;
-  torch::Tensor weight, weight_bf16, bias;
-  void index_select(const torch::Tensor& index) override {
-    state = state.index_select(index);
-    if (memory.group == 1) {
-      memory = memory.index_select(index);
+DecodingSeq2Seq::DecodingSeq2Seq(Seq2Seq model, ExecutionMode mode) : model_(std::move(model)) {
+  const bool cpu = device().is_cpu();
+  mode_ = {ExecutionMode::kLibTorch, mode.bf16 && cpu};
+  if (mode.kind == ExecutionMode::kPacked && cpu && packed_linear_available()) {
+    products_ = model_->products(ExecutionMode::packed(mode.bf16));
+    if (is_packed(*products_.output)) {  // else no oneDNN kernel for this CPU and type
+      mode_ = ExecutionMode::packed(mode.bf16);
       return;
     }
-    // Whole groups move (expand_beams): the first row of group a names its sentence.
-    TORCH_CHECK(index.size(0) % memory.group == 0, "search state: rows selected in part of a beam group");
-    memory = memory.index_select(index.slice(0, 0, index.size(0), memory.group).div(memory.group, "floor"));
   }
-  // The memory is per source sentence (attention.h): rows a*K..a*K+K-1 stay sentence a's.
-  void reorder_beams(const torch::Tensor& index) override { state = state.index_select(index); }
-  void expand_beams(const torch::Tensor& index, int64_t beam_size) override {
-    state = state.index_select(index);
-    if (share_memory) {
-      memory.group = beam_size;
-    } else {
-      memory = memory.index_select(index);
-    }
-  }
-};
-}  // namespace
-
-namespace {
-// Decoding's output layer, hidden [N, H] -> logits [N, V'] over the rows given: on packed weights,
-// else from a bfloat16 copy of the weight (bf16 without packed weights), else LibTorch's fp32 product.
-torch::Tensor output_logits(const torch::Tensor& hidden, const PackedLinear* packed, const torch::Tensor& weight_bf16,
-                            const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (packed) return (*packed)(hidden);
-  if (weight_bf16.defined()) {
-    return torch::mm(hidden.to(torch::kBFloat16), weight_bf16.t()).to(torch::kFloat).add_(bias);
-  }
-  return torch::addmm(bias, hidden, weight.t());
-}
-}  // namespace
-
-Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, bool packed_weights)
-    : model_(std::move(model)), bf16_(precision == "bf16" && device().is_cpu()) {
-  if (packed_weights && device().is_cpu() && packed_linear_available()) {
-    packed_ = std::make_unique<PackedSeq2Seq>(model_->pack(precision == "bf16"));
-    if (!packed_->output.packed()) packed_.reset();  // no oneDNN kernel for this CPU and type
-  }
-  if (!packed_ && precision == "bf16" && device().is_cpu()) {
-    torch::NoGradGuard no_grad;
-    out_weight_bf16_ = model_->output_weight().detach().to(torch::kBFloat16).contiguous();
-  }
+  products_ = model_->products(mode_);
 }
 
-std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, const torch::Tensor& lengths) {
-  auto enc = model_->encode(src, lengths, packed_.get());
-  auto s = std::make_unique<Seq2SeqSearchState>();
-  s->memory = std::move(enc.memory);
-  s->state = std::move(enc.state);
-  s->share_memory = model_->decoder()->attention().shares_memory_across_beams();
-  if (lexicon_) {
-    const auto ids = src.to(torch::kCPU, torch::kLong).contiguous();
-    const int64_t* p = ids.data_ptr<int64_t>();
-    const std::vector<int> source(p, p + ids.numel());  // padding (id 0) included: harmless
-    const auto& v = model_->vocab();
-    // Rounded up to a multiple of 64 rows: oneDNN's kernels for the batch's output layer come from
-    // its primitive cache for the few sizes that occur instead of being compiled for each batch.
-    const auto list = lexicon_->shortlist(source, shortlist_first_, shortlist_best_,
-                                          {static_cast<int>(v.eos_id), Tokenizer::kUnk}, /*round_to=*/64);
-    s->vocabulary = torch::tensor(std::vector<int64_t>(list.begin(), list.end()), torch::kLong);
-    shortlist_rows_ += static_cast<int64_t>(list.size());
-    ++shortlist_batches_;
-    torch::NoGradGuard no_grad;
-    const auto index = s->vocabulary.to(device());
-    auto weight = model_->output_weight().detach().index_select(0, index).contiguous();
-    auto bias = model_->output_bias().detach().index_select(0, index).contiguous();
-    if (packed_) {
-      s->output = std::make_shared<PackedLinear>(weight, bias, bf16_);
-    } else if (out_weight_bf16_.defined()) {
-      s->weight_bf16 = weight.to(torch::kBFloat16);
-    } else {
-      s->weight = weight;
-    }
-    s->bias = bias;
-  }
-  return s;
+Seq2SeqImpl::Encoded DecodingSeq2Seq::encode(const torch::Tensor& src, const torch::Tensor& lengths) {
+  return model_->encode(src, lengths, products_.encoder);
 }
 
-double Seq2SeqStepModel::mean_shortlist_size() const {
-  const int64_t batches = shortlist_batches_;
-  return batches > 0 ? static_cast<double>(shortlist_rows_) / static_cast<double>(batches) : 0.0;
+torch::Tensor DecodingSeq2Seq::step_hidden(const torch::Tensor& prev, const AttentionMemory& memory,
+                                           DecoderStepState& state, int64_t t, torch::Tensor* attention) {
+  return model_->step_hidden(prev, memory, state, t, attention, products_.decoder);
 }
 
-void Seq2SeqStepModel::use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best) {
-  const auto& v = model_->vocab();
-  if (lexicon && (lexicon->src_vocab != v.src || lexicon->tgt_vocab != v.tgt)) {
-    throw InputError("decode.shortlist: the lexicon is for vocabularies of " + std::to_string(lexicon->src_vocab) +
-                     " / " + std::to_string(lexicon->tgt_vocab) + " subwords, the model has " +
-                     std::to_string(v.src) + " / " + std::to_string(v.tgt) + " (rebuild it: attnmt lexicon --model DIR)");
-  }
-  lexicon_ = std::move(lexicon);
-  shortlist_first_ = first;
-  shortlist_best_ = best;
+std::shared_ptr<const Product> DecodingSeq2Seq::output_rows(const torch::Tensor& index) const {
+  torch::NoGradGuard no_grad;
+  const auto rows = index.to(device());
+  auto weight = model_->output_weight().detach().index_select(0, rows).contiguous();
+  auto bias = model_->output_bias().detach().index_select(0, rows).contiguous();
+  return make_product(weight, bias, mode_);
 }
 
-StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
-  auto& s = static_cast<Seq2SeqSearchState&>(state);
-  StepResult r;
-  auto hidden = model_->step_hidden(prev_tokens, s.memory, s.state, s.t, want_attention ? &r.attention : nullptr,
-                                    packed_.get());
-  if (s.vocabulary.defined()) {
-    r.logits = output_logits(hidden, s.output.get(), s.weight_bf16, s.weight, s.bias);
-    r.vocabulary = s.vocabulary;
-  } else {
-    r.logits = output_logits(hidden, packed_ ? &packed_->output : nullptr, out_weight_bf16_, model_->output_weight(),
-                             model_->output_bias());
-  }
-  ++s.t;
-  return r;
+bool DecodingSeq2Seq::shares_memory_across_beams() {
+  return model_->decoder()->attention().shares_memory_across_beams();
 }
 
-torch::Device Seq2SeqStepModel::device() const {
+torch::Device DecodingSeq2Seq::device() const {
   for (const auto& p : model_->parameters()) return p.device();
   return torch::kCPU;
 }

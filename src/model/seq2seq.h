@@ -1,20 +1,19 @@
 // The RNN encoder-decoder: embeddings, encoder, attentional decoder, output layer.
-// Training calls forward() (teacher forcing over all steps; the output layer runs once over all
-// steps as one GEMM). Search drives the same decoder through Seq2SeqStepModel, one step at a time.
+// Training calls forward() / hidden_states() (teacher forcing over all steps; the output layer runs
+// once over all steps as one product). Decoding runs a DecodingSeq2Seq (for_decoding()): the same
+// encoder and decoder one step at a time, on products made once in one execution mode
+// (model/product.h). Search drives it through decoding/seq2seq_step_model.h.
 #pragma once
 #include <torch/torch.h>
 
-#include <atomic>
 #include <memory>
 
 #include "config/config.h"
-#include "decoding/step_model.h"
 #include "model/decoder.h"
 #include "model/encoder.h"
+#include "model/product.h"
 
 namespace attnmt {
-
-struct Lexicon;
 
 struct VocabSizes {
   int64_t src = 0;
@@ -24,13 +23,14 @@ struct VocabSizes {
   int64_t eos_id = 3;
 };
 
-// The encoder's, decoder step's and output layer's weights packed for decoding
-// (runtime/packed_linear.h).
-struct PackedSeq2Seq {
-  PackedEncoder encoder;
-  PackedDecoder decoder;
-  PackedLinear output;
+// The encoder's, decoder's and output layer's products in one execution mode.
+struct Seq2SeqProducts {
+  EncoderProducts encoder;
+  DecoderProducts decoder;
+  std::unique_ptr<Product> output;  // [H] -> [V]
 };
+
+class DecodingSeq2Seq;
 
 class Seq2SeqImpl : public torch::nn::Module {
  public:
@@ -40,8 +40,8 @@ class Seq2SeqImpl : public torch::nn::Module {
     AttentionMemory memory;
     DecoderStepState state;
   };
-  // src [B, S] int64 (padded with pad_id), lengths [B] int64. packed: pack()'s weights (decoding).
-  Encoded encode(const torch::Tensor& src, const torch::Tensor& lengths, const PackedSeq2Seq* packed = nullptr);
+  // src [B, S] int64 (padded with pad_id), lengths [B] int64.
+  Encoded encode(const torch::Tensor& src, const torch::Tensor& lengths, const EncoderProducts& products);
 
   // Teacher forcing. tgt_in [B, T] = bos y_1 .. y_{T-1}. Returns logits [B, T, V];
   // attention (if not null) receives [B, T, S].
@@ -54,19 +54,18 @@ class Seq2SeqImpl : public torch::nn::Module {
   const torch::Tensor& output_weight() const { return out_weight_; }
   const torch::Tensor& output_bias() const { return out_bias_; }
 
-  // One decoding step: prev [N] -> logits [N, V].
-  torch::Tensor step(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
-                     int64_t t, torch::Tensor* attention);
-  // step() without the output layer: h~ [N, H]. packed: pack()'s weights for the products.
+  // One decoding step: prev [N] -> h~ [N, H] (the output layer's input); attention (if not null)
+  // receives alpha_t [N, S].
   torch::Tensor step_hidden(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
-                            int64_t t, torch::Tensor* attention, const PackedSeq2Seq* packed = nullptr);
-  // The current encoder, decoder and output weights, packed for decoding (bf16: products in bfloat16).
-  PackedSeq2Seq pack(bool bf16) const;
+                            int64_t t, torch::Tensor* attention, const DecoderProducts& products);
+  // The products in `mode` on the current weights (stale once they change). The output layer's
+  // product: in mode, except that bf16 without packing (kLibTorch) is the output layer's alone.
+  Seq2SeqProducts products(ExecutionMode mode) const;
 
   Decoder& decoder() { return decoder_; }
   const VocabSizes& vocab() const { return vocab_; }
   int64_t parameter_count() const;
-  // h~ [..., H] -> logits [..., V]
+  // h~ [..., H] -> logits [..., V] (LibTorch's product)
   torch::Tensor generate(const torch::Tensor& hidden);
 
  private:
@@ -79,40 +78,32 @@ class Seq2SeqImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Seq2Seq);
 
-// Adapts a Seq2Seq to the search interface (decoding/step_model.h).
-class Seq2SeqStepModel : public StepModel {
+// A Seq2Seq set up for decoding in one execution mode, chosen here once: it owns the products
+// (packed weights) that every batch and step then uses. Thread-safe for concurrent batches.
+// mode kPacked falls back to kLibTorch (fp32 recurrence) where the device is not a CPU or oneDNN
+// has no kernel; bf16 applies on the CPU only.
+class DecodingSeq2Seq {
  public:
-  // The model's weights as they are now serve every step (build a new one after they change).
-  // packed_weights (decode.packed_weights; CPU with oneDNN only, else ignored): an LSTM encoder's,
-  // the decoder step's and the output layer's products run on weights packed here
-  // (runtime/packed_linear.h).
-  // precision (decode.precision): fp32, or bf16 = those products in bfloat16 (fp32 accumulation);
-  // without packed weights, bf16 is the output layer's product alone, from a bfloat16 copy of its
-  // weight (LibTorch, oneDNN). The softmax is fp32 either way. CPU only (else fp32).
-  explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
-  // Whether the products run on packed weights.
-  bool packed() const { return packed_ != nullptr; }
-  // decode.shortlist: from now on, each batch's output layer covers only
-  // lexicon->shortlist(its source ids, first, best, {eos, unk}) (data/lexicon.h), and the steps'
-  // logits say which tokens their columns are (StepResult::vocabulary). InputError when the lexicon
-  // was built for other vocabulary sizes.
-  void use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best);
-  // The mean shortlist size over the batches started so far (0 without a shortlist).
-  double mean_shortlist_size() const;
-  std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override;
-  StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
-  int64_t bos_id() const override { return model_->vocab().bos_id; }
-  int64_t eos_id() const override { return model_->vocab().eos_id; }
-  torch::Device device() const override;
+  DecodingSeq2Seq(Seq2Seq model, ExecutionMode mode);
+
+  Seq2SeqImpl::Encoded encode(const torch::Tensor& src, const torch::Tensor& lengths);
+  torch::Tensor step_hidden(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
+                            int64_t t, torch::Tensor* attention);
+  // h~ [N, H] -> logits [N, V].
+  torch::Tensor logits(const torch::Tensor& hidden) const { return (*products_.output)(hidden); }
+  // The output layer restricted to rows `index` [L] (int64, CPU): h~ [N, H] -> [N, L], in the same mode.
+  std::shared_ptr<const Product> output_rows(const torch::Tensor& index) const;
+
+  bool packed() const { return mode_.kind == ExecutionMode::kPacked; }
+  bool shares_memory_across_beams();
+  const VocabSizes& vocab() const { return model_->vocab(); }
+  torch::Device device() const;
+  Seq2Seq& model() { return model_; }
 
  private:
   Seq2Seq model_;
-  std::unique_ptr<PackedSeq2Seq> packed_;  // when decoding on packed weights
-  torch::Tensor out_weight_bf16_;          // [V, H] for a bfloat16 output layer without them
-  bool bf16_ = false;
-  std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
-  int shortlist_first_ = 0, shortlist_best_ = 0;
-  std::atomic<int64_t> shortlist_rows_{0}, shortlist_batches_{0};  // batches start in several threads
+  ExecutionMode mode_;
+  Seq2SeqProducts products_;
 };
 
 }  // namespace attnmt

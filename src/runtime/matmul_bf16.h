@@ -20,12 +20,12 @@ bool matmul_bf16_f32(const at::Tensor& a, const at::Tensor& b, const at::Tensor&
 
 // The same product in the operands' type, always: bfloat16 operands through matmul_bf16_f32, else
 // LibTorch's bfloat16 product converted to c's type; fp32/fp64 operands through LibTorch's addmm
-// (c of the same type). For the loss (train/loss.cpp) and the encoder layer (model/lstm_cell.h).
+// (c of the same type). For the loss (train/loss.cpp) and the encoder layer (runtime/lstm_cell.h).
 void matmul_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, const at::Tensor& c,
                  bool accumulate);
 
 // Whether CPU autocast is on in bfloat16 (train.precision: bf16): training's hand-written nodes
-// (model/lstm_cell.h's lstm_layer, model/step_weight.h) then take bfloat16 operands.
+// (runtime/lstm_cell.h's lstm_layer, runtime/step_weight.h) then take bfloat16 operands.
 bool cpu_autocast_bf16();
 
 }  // namespace attnmt

@@ -53,6 +53,10 @@ class Backend : public SpmBackend {
   std::string id_to_piece(int id) const override { return processor_.IdToPiece(id); }
   int piece_size() const override { return processor_.GetPieceSize(); }
   std::string serialized() const override { return processor_.serialized_model_proto(); }
+  std::string load_serialized(const std::string& bytes) override {
+    const auto status = processor_.LoadFromSerializedProto(bytes);
+    return status.ok() ? std::string() : status.ToString();
+  }
 
  private:
   sentencepiece::SentencePieceProcessor processor_;

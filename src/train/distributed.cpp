@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "util/error.h"
+#include "util/process.h"
 #include "util/logging.h"
 #include "util/signals.h"
 
@@ -353,33 +354,28 @@ std::string describe_status(int status) {
 }  // namespace
 
 void launch_local_workers(int nproc, const std::vector<std::string>& worker_args, double kill_after_seconds) {
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0) throw RuntimeError("--nproc: cannot find this program's path (/proc/self/exe)");
-  exe[n] = '\0';
+  std::vector<std::string> argv = {self_executable()};
+  argv.insert(argv.end(), worker_args.begin(), worker_args.end());
   const std::string port = std::to_string(free_local_port());
 
   StopSignals stop_signals;  // SIGINT / SIGTERM are forwarded to the ranks (polled below); the
-                            // ranks, forked, start with them unblocked (util/signals.h)
+                            // ranks start with them unblocked (spawn_child)
 
   std::vector<pid_t> pids(static_cast<size_t>(nproc), -1);
   for (int r = 0; r < nproc; ++r) {
-    const pid_t pid = ::fork();
-    if (pid < 0) throw RuntimeError(std::string("--nproc: fork failed: ") + std::strerror(errno));
-    if (pid == 0) {
-      ::setenv("RANK", std::to_string(r).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-      ::setenv("MASTER_PORT", port.c_str(), 1);
-      std::vector<char*> argv;
-      argv.push_back(exe);
-      for (const auto& a : worker_args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(exe, argv.data());
-      std::fprintf(stderr, "attnmt: error: --nproc: cannot start '%s': %s\n", exe, std::strerror(errno));
-      ::_exit(1);
+    pid_t pid = -1;
+    try {
+      pid = spawn_child(argv, {{"RANK", std::to_string(r)},
+                               {"LOCAL_RANK", std::to_string(r)},
+                               {"WORLD_SIZE", std::to_string(nproc)},
+                               {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
+                               {"MASTER_ADDR", "127.0.0.1"},
+                               {"MASTER_PORT", port}});
+    } catch (const Error& e) {
+      for (pid_t p : pids) {
+        if (p > 0) ::kill(p, SIGTERM);
+      }
+      throw RuntimeError(std::string("--nproc: ") + e.what());
     }
     pids[static_cast<size_t>(r)] = pid;
     spdlog::info("[train] rank {} of {}: pid {}", r, nproc, pid);

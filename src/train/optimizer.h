@@ -1,8 +1,8 @@
 // The update step: gradient norm, clipping and the optimizer, with the clipping folded into a
 // one-pass Adam. LibTorch 1.13's Adam makes seven passes over every parameter (and allocates two
-// temporaries per parameter) and clip_grad_norm_ one more to scale the gradients; on the default
-// model that was ~30% of a training step on this CPU. The state lives in the torch::optim::Adam
-// object as before (same checkpoints, same resume), only the arithmetic is done here.
+// temporaries per parameter) and clip_grad_norm_ one more to scale the gradients, a large part of
+// a training step. The state lives in the torch::optim::Adam object (LibTorch's checkpoints and
+// resume), only the arithmetic is done here.
 #pragma once
 #include <torch/torch.h>
 

@@ -42,7 +42,7 @@ class Replicas {
   int threads_each_;
 };
 
-// The seed of replica `replica`'s random stream (model/random.h) at `step` on `rank`.
+// The seed of replica `replica`'s random stream (runtime/random.h) at `step` on `rank`.
 uint64_t replica_stream_seed(uint64_t seed, int rank, int replica, int64_t step);
 
 }  // namespace attnmt

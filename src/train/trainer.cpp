@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <ATen/autocast_mode.h>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -22,21 +23,22 @@
 #include "data/lexicon.h"
 #include "attention/registry.h"
 #include "data/tokenizer.h"
+#include "decoding/seq2seq_step_model.h"
 #include "decoding/translator.h"
 #include "eval/metrics.h"
-#include "model/random.h"
+#include "runtime/random.h"
 #include "model/seq2seq.h"
-#include "train/batch.h"
-#include "train/checkpoint.h"
+#include "analysis/batch.h"
+#include "io/model_file.h"
 #include "train/distributed.h"
-#include "train/loss.h"
+#include "model/loss.h"
 #include "parallel/workers.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
 #include "train/optimizer.h"
 #include "train/replicas.h"
 #include "util/error.h"
-#include "util/runtime.h"
+#include "util/host_tuning.h"
 #include "util/logging.h"
 #include "util/signals.h"
 #include "util/text_io.h"
@@ -164,7 +166,11 @@ class Trainer {
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
   void report();
   ValidResult validate();
-  void after_validation(const ValidResult& v);
+  // scheduled: a validation every train.valid_every updates, which drives the plateau schedule and
+  // early stopping; the end-of-run one (a limit or a signal between scheduled ones) only reports
+  // and may give a new best.pt, so that a run stopped anywhere and resumed goes on exactly as one
+  // never stopped.
+  void after_validation(const ValidResult& v, bool scheduled);
   void save_step_checkpoint();
   void check_finite_parameters();
   void evaluate_test();
@@ -452,16 +458,22 @@ ValidResult Trainer::validate() {
   return r;
 }
 
-void Trainer::after_validation(const ValidResult& v) {
+void Trainer::after_validation(const ValidResult& v, bool scheduled) {
   const bool by_bleu = cfg_.train.valid_metric == "bleu";
   const double score = by_bleu ? v.bleu : -v.ppl;  // higher is better
-  const bool improved = !progress_.has_best || score > progress_.best_score;
+  const bool improved = !progress_.has_best_model || score > progress_.best_model_score;
   if (improved) {
+    progress_.best_model_score = score;
+    progress_.has_best_model = true;
+  }
+  if (!scheduled) {
+    // leaves the schedule as it is
+  } else if (!progress_.has_best || score > progress_.best_score) {
     progress_.best_score = score;
     progress_.has_best = true;
     progress_.bad_validations = 0;
     progress_.lr_bad_validations = 0;
-  } else {
+  } else {  // a scheduled validation without improvement
     ++progress_.bad_validations;
     ++progress_.lr_bad_validations;
     if (cfg_.train.lr_schedule == "plateau" && progress_.lr_bad_validations >= cfg_.train.lr_patience) {
@@ -476,14 +488,15 @@ void Trainer::after_validation(const ValidResult& v) {
     }
   }
   if (by_bleu) {
-    spdlog::info("[valid] step {}: ppl {:.2f}, BLEU {:.2f}, chrF {:.2f}{}", progress_.step, v.ppl, v.bleu, v.chrf,
-                 improved ? " (best)" : "");
+    spdlog::info("[valid] step {}: ppl {:.2f}, BLEU {:.2f}, chrF {:.2f}{}{}", progress_.step, v.ppl, v.bleu, v.chrf,
+                 improved ? " (best)" : "", scheduled ? "" : " (end of run)");
   } else {
-    spdlog::info("[valid] step {}: ppl {:.2f}{}", progress_.step, v.ppl, improved ? " (best)" : "");
+    spdlog::info("[valid] step {}: ppl {:.2f}{}{}", progress_.step, v.ppl, improved ? " (best)" : "",
+                 scheduled ? "" : " (end of run)");
   }
   nlohmann::json j = {{"type", "valid"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1},
                       {"valid_ppl", v.ppl}, {"lr", progress_.learning_rate},
-                      {"elapsed", progress_.train_seconds}, {"best", improved}};
+                      {"elapsed", progress_.train_seconds}, {"best", improved}, {"scheduled", scheduled}};
   if (by_bleu) {
     j["valid_bleu"] = v.bleu;
     j["valid_chrf"] = v.chrf;
@@ -492,9 +505,10 @@ void Trainer::after_validation(const ValidResult& v) {
   save_step_checkpoint();
   if (improved) {
     check_finite_parameters();
-    save_checkpoint((fs::path(cfg_.train.save_dir) / "best.pt").string(), cfg_, model_, /*optimizer=*/nullptr, progress_);
+    save_checkpoint((fs::path(cfg_.train.save_dir) / "best.pt").string(), cfg_, model_, /*optimizer=*/nullptr, progress_,
+                    {tokenizers_, lexicon_});
   }
-  if (cfg_.train.patience > 0 && progress_.bad_validations >= cfg_.train.patience) {
+  if (scheduled && cfg_.train.patience > 0 && progress_.bad_validations >= cfg_.train.patience) {
     spdlog::info("[train] early stopping: no improvement in {} validations", progress_.bad_validations);
     early_stopped_ = true;
   }
@@ -515,7 +529,7 @@ void Trainer::check_finite_parameters() {
 void Trainer::save_step_checkpoint() {
   check_finite_parameters();
   const auto path = (fs::path(cfg_.train.save_dir) / ("ckpt." + std::to_string(progress_.step) + ".pt")).string();
-  save_checkpoint(path, cfg_, model_, optimizer_.get(), progress_);
+  save_checkpoint(path, cfg_, model_, optimizer_.get(), progress_, {tokenizers_, lexicon_});
   auto all = list_step_checkpoints(cfg_.train.save_dir);
   for (size_t i = cfg_.train.keep_checkpoints; i < all.size(); ++i) {
     std::error_code ec;
@@ -555,11 +569,7 @@ void Trainer::evaluate_test() {
 }
 
 bool Trainer::should_stop() const {
-  if (early_stopped_) return true;
-  if (cfg_.train.max_steps > 0 && progress_.step >= cfg_.train.max_steps) return true;
-  if (cfg_.train.max_epochs > 0 && progress_.epoch >= cfg_.train.max_epochs) return true;
-  if (cfg_.train.max_minutes > 0 && progress_.train_seconds >= 60.0 * cfg_.train.max_minutes) return true;
-  return false;
+  return early_stopped_ || reached_limit(cfg_.train, progress_).has_value();
 }
 
 // Every rank stops at the same update: rank 0's criteria (its clock, its validations) and a
@@ -648,19 +658,43 @@ void Trainer::train_loop() {
       reset_window();
     }
     if (progress_.step % cfg_.train.valid_every == 0) {
-      after_validation(validate());
+      after_validation(validate(), /*scheduled=*/true);
       reset_window();  // validation time is not training speed
     }
   }
   if (!is_main()) return;
-  if (last_validated_step_ != progress_.step) after_validation(validate());
+  if (last_validated_step_ != progress_.step) after_validation(validate(), /*scheduled=*/false);
   spdlog::info("[train] finished at step {} (epoch {}), {:.0f}s of training, best valid {} {:.2f}", progress_.step,
                progress_.epoch, progress_.train_seconds, cfg_.train.valid_metric,
-               cfg_.train.valid_metric == "bleu" ? progress_.best_score : -progress_.best_score);
+               cfg_.train.valid_metric == "bleu" ? progress_.best_model_score : -progress_.best_model_score);
   evaluate_test();
 }
 
+// --resume of a run that has reached a limit of the config it is resumed with: the limit's name
+// and the step, read from its newest checkpoint; nullopt when it can go on (or has no checkpoint).
+static std::optional<std::string> finished_run(const Config& cfg) {
+  for (const auto& path : list_step_checkpoints(cfg.train.save_dir)) {
+    try {
+      const auto progress = CheckpointFile(path).header().progress;
+      const auto limit = reached_limit(cfg.train, progress);
+      if (!limit) return std::nullopt;
+      return *limit + " reached at step " + std::to_string(progress.step) + " ('" + path + "')";
+    } catch (const InputError&) {
+      continue;  // a damaged newest checkpoint: the resume path falls back to the one before
+    }
+  }
+  return std::nullopt;
+}
+
 void Trainer::run() {
+  // Resuming a finished run changes nothing: no validation, no checkpoint, no log line on disk.
+  if (req_.resume && !req_.distributed) {
+    if (const auto finished = finished_run(cfg_)) {
+      spdlog::info("[train] the run in '{}' is finished: {}; nothing to do (raise the limit with --set to go on)",
+                   cfg_.train.save_dir, *finished);
+      return;
+    }
+  }
   device_ = parse_device(cfg_.device);
   DistributedEnv env;
   if (req_.distributed) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -49,23 +50,19 @@ void report_peak_rss_if_asked() {
   }
 }
 
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path) {
-  // The child's environment: ours, and where it writes its peak RSS.
-  static std::atomic<int> serial{0};
-  const std::string rss_file =
-      (std::filesystem::temp_directory_path() /
-       ("attnmt_rss." + std::to_string(::getpid()) + "." + std::to_string(serial++)))
-          .string();
-  const std::string prefix = std::string(kPeakRssFileVariable) + "=";
+pid_t spawn_child(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
+                  const std::string& output_path) {
   std::vector<std::string> env_text;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) env_text.emplace_back(*e);
+    const bool replaced = std::any_of(env.begin(), env.end(), [&](const auto& kv) {
+      return std::strncmp(*e, kv.first.c_str(), kv.first.size()) == 0 && (*e)[kv.first.size()] == '=';
+    });
+    if (!replaced) env_text.emplace_back(*e);
   }
-  env_text.push_back(prefix + rss_file);
-  std::vector<char*> env;
-  for (auto& e : env_text) env.push_back(e.data());
-  env.push_back(nullptr);
-  std::remove(rss_file.c_str());
+  for (const auto& [name, value] : env) env_text.push_back(name + "=" + value);
+  std::vector<char*> env_ptrs;
+  for (auto& e : env_text) env_ptrs.push_back(e.data());
+  env_ptrs.push_back(nullptr);
 
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -77,17 +74,29 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& o
     posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
   }
-  const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  posix_spawnattr_t attributes;  // the child starts with SIGINT/SIGTERM unblocked (util/signals.h)
+  posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   const sigset_t mask = signal_mask_for_children();
   posix_spawnattr_setsigmask(&attributes, &mask);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-  const int rc = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), env.data());
+  const int rc = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), env_ptrs.data());
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw RuntimeError("cannot start '" + argv[0] + "': " + std::strerror(rc));
+  return pid;
+}
+
+ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path) {
+  // Where the child writes its peak RSS.
+  static std::atomic<int> serial{0};
+  const std::string rss_file =
+      (std::filesystem::temp_directory_path() /
+       ("attnmt_rss." + std::to_string(::getpid()) + "." + std::to_string(serial++)))
+          .string();
+  std::remove(rss_file.c_str());
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = spawn_child(argv, {{kPeakRssFileVariable, rss_file}}, output_path);
   int status = 0;
   struct rusage usage {};
   while (::wait4(pid, &status, 0, &usage) < 0) {

@@ -9,7 +9,10 @@
 // "peaked" at least at the parent's size (compare's children all read 502 MiB once the compare
 // process itself had grown to that).
 #pragma once
+#include <sys/types.h>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnmt {
@@ -34,9 +37,15 @@ void report_peak_rss_if_asked();
 // This program's own path (/proc/self/exe); RuntimeError if it cannot be found.
 std::string self_executable();
 
-// Runs `argv` (argv[0] = the program path), stdin from /dev/null, stdout and stderr inherited
-// unless `output_path` is set (then both go to that file). Waits for it. RuntimeError if it
-// cannot be started.
+// Starts `argv` (argv[0] = the program path) with this process's environment plus `env` (each
+// replacing a variable of that name), stdin from /dev/null, stdout and stderr inherited unless
+// `output_path` is set (then both go to that file), SIGINT and SIGTERM unblocked
+// (util/signals.h). Returns its pid without waiting. RuntimeError if it cannot be started.
+pid_t spawn_child(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env = {},
+                  const std::string& output_path = "");
+
+// spawn_child, then waits for it and measures it (ChildResult). Used by compare and bench to run
+// this program (self_executable()) as a child; `train --nproc` starts its ranks with spawn_child.
 ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path = "");
 
 }  // namespace attnmt

@@ -37,7 +37,7 @@ void require_close(const torch::Tensor& actual, const std::vector<std::vector<do
 }  // namespace
 
 TEST_CASE("dot attention reproduces the seed's worked example", "[attention]") {
-  // ../shared/ATTENTION.md, "A worked example to test against" (seed 002).
+  // docs/attention.md, "A worked example to test against" (seed 002).
   auto opts = torch::dtype(torch::kDouble);
   auto query = torch::tensor({1.0, 0.0, 1.0, 2.0, 3.0, 1.0}, opts).view({2, 3});
   auto value = torch::tensor({2.0, 1.0, 1.0, 1.0, 4.0, 2.0}, opts).view({1, 2, 3}).expand({2, 2, 3});

@@ -1,4 +1,4 @@
-// Each attention variant's defining property, on hand-made inputs (../shared/ATTENTION.md).
+// Each attention variant's defining property, on hand-made inputs (docs/attention.md).
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "program.h"
-#include "train/checkpoint.h"
+#include "io/model_file.h"
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
@@ -136,11 +136,11 @@ const std::vector<Case>& cases() {
        0, {"30 pairs kept"}},
       // --- models
       {"model dir missing", [](const fs::path& d) { return "translate --model " + (d / "absent").string(); },
-       2, {"model directory", "does not exist"}},
+       2, {"absent' does not exist (give a model file or a save dir)"}},
       {"no checkpoint", [](const fs::path& d) {
          fs::create_directories(d / "empty");
          return "translate --model " + (d / "empty").string(); },
-       2, {"no checkpoint in"}},
+       2, {"no model in", "expected best.pt or ckpt.<step>.pt"}},
       {"truncated checkpoint", [](const fs::path& d) {
          auto m = trained_model(d);
          auto bytes = attnmt::read_file((m / "best.pt").string());
@@ -162,19 +162,48 @@ const std::vector<Case>& cases() {
          archive.save_to((m / "best.pt").string());
          return "translate --model " + m.string() + " --input " + kData + "/tiny.de"; },
        2, {"has format version 99, this attnmt reads version"}},
-      {"tokenizer model missing", [](const fs::path& d) {
-         auto m = trained_model(d);
-         fs::remove(m / "spm.model");
-         return "translate --model " + m.string() + " --input " + kData + "/tiny.de"; },
+      // A format-1 model (tests/data/model_v1) reads its tokenizer from its directory.
+      {"format-1 model: tokenizer model missing", [](const fs::path& d) {
+         fs::copy(kData + "/model_v1", d / "m", fs::copy_options::recursive);
+         fs::remove(d / "m" / "spm.model");
+         return "translate --model " + (d / "m").string() + " --input " + kData + "/tiny.de"; },
        2, {"no tokenizer model in", "spm.model"}},
-      {"tokenizer model of another vocabulary", [](const fs::path& d) {
-         auto m = trained_model(d);
+      {"format-1 model: tokenizer model of another vocabulary", [](const fs::path& d) {
+         fs::copy(kData + "/model_v1", d / "m", fs::copy_options::recursive);
          write(d / "o.yaml", tiny_config(d / "other", 1) + "");
          auto r = run("train " + (d / "o.yaml").string() + " --set tokenizer.vocab_size=300");
          REQUIRE(r.status == 0);
-         fs::copy_file(d / "other" / "spm.model", m / "spm.model", fs::copy_options::overwrite_existing);
-         return "translate --model " + m.string() + " --input " + kData + "/tiny.de"; },
-       2, {"pieces but checkpoint"}},
+         fs::copy_file(d / "other" / "spm.model", d / "m" / "spm.model", fs::copy_options::overwrite_existing);
+         fs::remove(d / "m" / "config.yaml");
+         return "translate --model " + (d / "m").string() + " --input " + kData + "/tiny.de"; },
+       2, {"pieces but the checkpoint was trained with"}},
+      // --- translate options: refused with the key named, as the config refuses them
+      {"translate: beam size 0", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData + "/tiny.de --beam-size 0"; },
+       2, {"decode.beam_size must be >= 1, got 0"}},
+      {"translate: negative beam size", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData + "/tiny.de --beam-size -3"; },
+       2, {"decode.beam_size must be >= 1, got -3"}},
+      {"translate: negative threads", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData + "/tiny.de --threads -2"; },
+       2, {"threads must be >= 0"}},
+      {"translate: batch size 0", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData + "/tiny.de --batch-size 0"; },
+       2, {"decode.batch_size must be >= 1, got 0"}},
+      {"translate: n-best over the beam", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData +
+                "/tiny.de --beam-size 5 --n-best 6"; },
+       2, {"decode.n_best must be in [1, decode.beam_size=5], got 6"}},
+      {"translate: infinite length penalty", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData + "/tiny.de --length-penalty inf"; },
+       2, {"decode.length_penalty"}},
+      {"translate: --set of a model key", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData +
+                "/tiny.de --set model.encoder.layers=3"; },
+       2, {"model.encoder.layers=3", "takes only decode.*"}},
+      {"translate: --set of an unknown decode key", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData + "/tiny.de --set decode.beam=3"; },
+       2, {"decode.beam"}},
       // --- translate input
       {"translate: invalid UTF-8", [](const fs::path& d) {
          auto m = trained_model(d);
@@ -236,7 +265,7 @@ const std::vector<Case>& cases() {
          write(d / "b.txt", "a b ||| x y\n");
          return "align --model " + (d / "empty").string() + " --src " + (d / "b.txt").string() + " --output " +
                 (d / "out.txt").string(); },
-       2, {"no checkpoint in"}},
+       2, {"no model in", "expected best.pt or ckpt.<step>.pt"}},
       // --- plot
       {"plot: unknown image type", [](const fs::path& d) {
          auto m = trained_model(d);

@@ -137,7 +137,7 @@ TEST_CASE("plot: one heatmap, SVG and PNG", "[report][e2e]") {
     REQUIRE(png.size() > 1000);
     CHECK(png.substr(1, 3) == "PNG");
   } else {
-    WARN("attnmt was built without cairo: PNG not tested");
+    ATTNMT_MISSING_DEPENDENCY("attnmt was built without cairo: PNG not tested");
   }
   fs::remove_all(dir);
 }
@@ -208,7 +208,8 @@ TEST_CASE("compare report in a real browser: table, sorting, one heatmap per var
           "[report][browser]") {
   const auto browser = chromium();
   if (browser.empty()) {
-    WARN("SKIPPED: no chromium on this machine (scripts/test.sh installs it): the report was not opened in a browser");
+    ATTNMT_MISSING_DEPENDENCY(
+        "SKIPPED: no chromium on this machine (scripts/test.sh installs it): the report was not opened in a browser");
     return;
   }
   auto dir = temp_dir("browser");

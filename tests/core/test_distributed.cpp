@@ -6,7 +6,7 @@
 #include <string>
 
 #include "program.h"
-#include "train/checkpoint.h"
+#include "io/model_file.h"
 #include "train/distributed.h"
 #include "util/text_io.h"
 
@@ -48,7 +48,7 @@ TEST_CASE("distributed: shard_batch splits a global batch without overlap or los
 
 TEST_CASE("distributed: 2 processes x batch B give the parameters of 1 process x batch 2B", "[distributed][e2e]") {
   if (!attnmt::distributed_available()) {
-    WARN("built without c10d/Gloo (libgloo-dev): skipped");
+    ATTNMT_MISSING_DEPENDENCY("built without c10d/Gloo (libgloo-dev): skipped");
     return;
   }
   // No dropout (masks are drawn per process); 12 updates = 4 epochs of 3 global batches of 10.
@@ -86,7 +86,7 @@ TEST_CASE("distributed: 2 processes x batch B give the parameters of 1 process x
 
 TEST_CASE("distributed: resume with another number of processes", "[distributed][e2e]") {
   if (!attnmt::distributed_available()) {
-    WARN("built without c10d/Gloo (libgloo-dev): skipped");
+    ATTNMT_MISSING_DEPENDENCY("built without c10d/Gloo (libgloo-dev): skipped");
     return;
   }
   auto dir = temp_dir("dist_resume");
@@ -113,7 +113,7 @@ TEST_CASE("distributed: resume with another number of processes", "[distributed]
 
 TEST_CASE("distributed: a killed rank stops the others with an error, not a hang", "[distributed][e2e]") {
   if (!attnmt::distributed_available()) {
-    WARN("built without c10d/Gloo (libgloo-dev): skipped");
+    ATTNMT_MISSING_DEPENDENCY("built without c10d/Gloo (libgloo-dev): skipped");
     return;
   }
   auto dir = temp_dir("dist_kill");
@@ -152,7 +152,7 @@ TEST_CASE("distributed: a killed rank stops the others with an error, not a hang
 
 TEST_CASE("distributed: SIGINT to the launcher saves a checkpoint and every rank exits 0", "[distributed][e2e]") {
   if (!attnmt::distributed_available()) {
-    WARN("built without c10d/Gloo (libgloo-dev): skipped");
+    ATTNMT_MISSING_DEPENDENCY("built without c10d/Gloo (libgloo-dev): skipped");
     return;
   }
   auto dir = temp_dir("dist_sigint");

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "program.h"
-#include "train/checkpoint.h"
+#include "io/model_file.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -65,6 +65,82 @@ TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "
     REQUIRE(b.count(name));
     CHECK(torch::equal(t, b.at(name)));  // bit-identical
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("resume is exact from a stop between validations, with the plateau schedule on", "[reliability][e2e]") {
+  // The end-of-run validation at a stop between scheduled ones (here at 35, validations every 10)
+  // must not count toward the plateau schedule: with lr_patience 1 it would halve the learning rate
+  // there, and the resumed run would go on with another one than the straight run.
+  for (const std::string variant : {"fp32, 1 thread", "bf16, 2 threads"}) {
+    DYNAMIC_SECTION(variant) {
+      const bool bf16 = variant.rfind("bf16", 0) == 0;
+      auto dir = temp_dir("exact_resume_plateau");
+      write(dir / "c.yaml", tiny_config(dir / "straight", 60));
+      // Validated on the pairs the other way round: its perplexity rises as training fits the
+      // training pairs, so the plateau schedule halves the learning rate.
+      const std::string data = ATTNMT_TEST_DATA_DIR;
+      const std::string cfg = (dir / "c.yaml").string() +
+                              " --set train.batch_size=8 --set train.valid_every=10 --set train.lr_schedule=plateau"
+                              " --set train.lr_patience=1 --set train.valid_metric=ppl --set train.learning_rate=0.03"
+                              " --set data.valid.src=" + data + "/tiny.en --set data.valid.tgt=" + data + "/tiny.de" +
+                              " --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3" +
+                              std::string(bf16 ? " --set train.precision=bf16 --set threads=2" : "");
+      auto straight = run("train " + cfg);
+      INFO(straight.output);
+      REQUIRE(straight.status == 0);
+      const auto resumed_dir = (dir / "resumed").string();
+      auto first = run("train " + cfg + " --set train.max_steps=35 --set train.save_dir=" + resumed_dir);
+      INFO(first.output);
+      REQUIRE(first.status == 0);
+      REQUIRE(first.output.find("(end of run)") != std::string::npos);
+      auto second = run("train " + cfg + " --resume --set train.save_dir=" + resumed_dir);
+      INFO(second.output);
+      REQUIRE(second.status == 0);
+
+      const attnmt::CheckpointFile a((dir / "straight" / "ckpt.60.pt").string());
+      const attnmt::CheckpointFile b((dir / "resumed" / "ckpt.60.pt").string());
+      // The schedule decayed somewhere (else this test would not see a difference).
+      CHECK(a.header().progress.learning_rate < 0.03);
+      CHECK(a.header().progress.learning_rate == b.header().progress.learning_rate);
+      CHECK(a.header().progress.lr_bad_validations == b.header().progress.lr_bad_validations);
+      CHECK(a.header().progress.best_score == b.header().progress.best_score);
+      const auto ta = checkpoint_tensors(dir / "straight" / "ckpt.60.pt");
+      const auto tb = checkpoint_tensors(dir / "resumed" / "ckpt.60.pt");
+      REQUIRE(ta.size() == tb.size());
+      for (const auto& [name, t] : ta) {
+        INFO(name);
+        REQUIRE(tb.count(name));
+        CHECK(torch::equal(t, tb.at(name)));  // bit-identical
+      }
+      fs::remove_all(dir);
+    }
+  }
+}
+
+TEST_CASE("resuming a finished run changes nothing, a raised limit continues it", "[reliability][e2e]") {
+  auto dir = temp_dir("resume_finished");
+  write(dir / "c.yaml", tiny_config(dir / "model", 12));
+  const std::string cfg = (dir / "c.yaml").string() + " --set train.valid_every=5 --set train.lr_patience=1";
+  REQUIRE(run("train " + cfg).status == 0);
+  auto snapshot = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::directory_iterator(dir / "model")) files[e.path().filename().string()] = attnmt::read_file(e.path().string());
+    return files;
+  };
+  const auto before = snapshot();
+  for (int i = 0; i < 2; ++i) {
+    auto again = run("train " + cfg + " --resume");
+    INFO(again.output);
+    CHECK(again.status == 0);
+    CHECK_THAT(again.output, Catch::Contains("is finished") && Catch::Contains("train.max_steps reached at step 12"));
+    CHECK(snapshot() == before);
+  }
+  auto more = run("train " + cfg + " --resume --set train.max_steps=15");
+  INFO(more.output);
+  CHECK(more.status == 0);
+  CHECK(more.output.find("resumed from") != std::string::npos);
+  CHECK(fs::exists(dir / "model" / "ckpt.15.pt"));
   fs::remove_all(dir);
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include "program.h"
 #include "runtime/gemm.h"
 #include "util/error.h"
 
@@ -27,7 +28,7 @@ TEST_CASE("fp32 products through each GEMM backend match double-precision produc
   torch::manual_seed(3);
   for (const char* backend : {"onednn", "blas"}) {
     if (std::string(backend) == "onednn" && !onednn_gemm_available()) {
-      WARN("built without oneDNN: only the BLAS backend is checked");
+      ATTNMT_MISSING_DEPENDENCY("built without oneDNN: only the BLAS backend is checked");
       continue;
     }
     use_gemm_backend(backend);
@@ -65,7 +66,10 @@ TEST_CASE("fp32 products through each GEMM backend match double-precision produc
 }
 
 TEST_CASE("an LSTM's outputs and gradients agree across GEMM backends", "[gemm]") {
-  if (!onednn_gemm_available()) return;
+  if (!onednn_gemm_available()) {
+    ATTNMT_MISSING_DEPENDENCY("built without oneDNN: nothing to compare");
+    return;
+  }
   BackendGuard guard;
   torch::manual_seed(4);
   torch::nn::LSTM lstm(torch::nn::LSTMOptions(24, 32).num_layers(2).bidirectional(true));

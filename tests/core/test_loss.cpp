@@ -1,10 +1,10 @@
-// output_layer_loss (train/loss.h) against the textbook computation: logits for every position,
+// output_layer_loss (model/loss.h) against the textbook computation: logits for every position,
 // log_softmax, label-smoothed NLL over the non-padding targets, gradients by autograd.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
-#include "train/loss.h"
+#include "model/loss.h"
 
 using namespace attnmt;
 

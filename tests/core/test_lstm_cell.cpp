@@ -1,4 +1,4 @@
-// The fused LSTM cell (model/lstm_cell.h): its gradients against central finite differences in
+// The fused LSTM cell (runtime/lstm_cell.h): its gradients against central finite differences in
 // double, and its values and gradients in float against the same cell written with ATen operators.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "model/lstm_cell.h"
+#include "runtime/lstm_cell.h"
 
 using namespace attnmt;
 

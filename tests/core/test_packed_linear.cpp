@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "decoding/search.h"
+#include "program.h"
+#include "decoding/seq2seq_step_model.h"
 #include "model/seq2seq.h"
 #include "runtime/packed_linear.h"
 
@@ -15,7 +17,7 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a 
 }  // namespace
 
 TEST_CASE("PackedLinear fp32 computes x W^T + b for any row count", "[packed]") {
-  if (!packed_linear_available()) WARN("built without oneDNN: checking the LibTorch fallback");
+  if (!packed_linear_available()) ATTNMT_MISSING_DEPENDENCY("built without oneDNN: checking the LibTorch fallback");
   torch::manual_seed(1);
   auto w = torch::randn({300, 48}), b = torch::randn({300});
   PackedLinear with_bias(w, b, false), no_bias(w, torch::Tensor(), false);
@@ -36,7 +38,10 @@ TEST_CASE("PackedLinear fp32 computes x W^T + b for any row count", "[packed]") 
 }
 
 TEST_CASE("PackedLinear bf16 rounds both operands to bfloat16 and accumulates in fp32", "[packed]") {
-  if (!packed_linear_available()) return;  // the fallback has no bf16 path of its own
+  if (!packed_linear_available()) {  // the fallback has no bf16 path of its own
+    ATTNMT_MISSING_DEPENDENCY("built without oneDNN: nothing to check");
+    return;
+  }
   torch::manual_seed(2);
   auto w = torch::randn({200, 64}), b = torch::randn({200});
   PackedLinear packed(w, b, true);

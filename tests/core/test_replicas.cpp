@@ -8,9 +8,9 @@
 #include <limits>
 #include <thread>
 
-#include "model/random.h"
+#include "runtime/random.h"
 #include "model/seq2seq.h"
-#include "train/loss.h"
+#include "model/loss.h"
 #include "train/replicas.h"
 
 using namespace attnmt;

@@ -7,8 +7,10 @@
 #include <map>
 
 #include "attention/registry.h"
+#include "decoding/beams.h"
 #include "decoding/candidates.h"
 #include "decoding/search.h"
+#include "decoding/seq2seq_step_model.h"
 #include "model/seq2seq.h"
 
 using namespace attnmt;
@@ -210,9 +212,10 @@ TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[
     auto len = torch::tensor({5, 3}, torch::kLong);
     auto tgt = torch::randint(4, 20, {2, 4}, torch::kLong);
     auto logits = model->forward(src, len, tgt);  // [2, 4, V]
-    auto enc = model->encode(src, len);
+    DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
+    auto enc = decoding.encode(src, len);
     for (int64_t t = 0; t < 4; ++t) {
-      auto step_logits = model->step(tgt.select(1, t), enc.memory, enc.state, t, nullptr);
+      auto step_logits = decoding.logits(decoding.step_hidden(tgt.select(1, t), enc.memory, enc.state, t, nullptr));
       REQUIRE(torch::allclose(step_logits, logits.select(1, t), 1e-5, 1e-5));
     }
   }
@@ -304,4 +307,38 @@ TEST_CASE("decode.precision bf16: the products in bfloat16 stay close to fp32", 
       prev = a.argmax(1);
     }
   }
+}
+
+TEST_CASE("Beams: back-pointers give each finished hypothesis its own tokens and attention", "[search][beams]") {
+  // Two sentences x beam 2 = 4 rows; rows 1 and 3 start dead.
+  const double inf = std::numeric_limits<double>::infinity();
+  Beams beams({0.0, -inf, 0.0, -inf}, /*keep_attention=*/true);
+  REQUIRE(beams.rows() == 4);
+  // Step 0: sentence 0's row 0 branches into tokens 10 and 11; sentence 1's row 2 into 20 and 21.
+  beams.advance({0, 0, 2, 2}, {10, 11, 20, 21}, {-1.0, -2.0, -0.5, -0.7}, {{0.1f}, {0.2f}, {0.3f}, {0.4f}});
+  CHECK(beams.scores() == std::vector<double>{-1.0, -2.0, -0.5, -0.7});
+  // Step 1: both of sentence 0's new rows extend its row 1 (token 11); sentence 1's swap places.
+  beams.advance({1, 1, 3, 2}, {12, 13, 22, 23}, {-2.5, -3.0, -1.0, -1.2}, {{1.1f}, {1.2f}, {1.3f}, {1.4f}});
+
+  // Row 0 ends with eos (not kept as a token), its attention row for that step appended.
+  auto h = beams.finish(0, -4.0, std::nullopt, {2.0f});
+  CHECK(h.tokens == std::vector<int64_t>{11, 12});
+  CHECK(h.finished);
+  CHECK(h.log_prob == -4.0);
+  CHECK(h.attention == std::vector<std::vector<float>>{{0.2f}, {1.1f}, {2.0f}});
+  // Row 2 came from row 3 (token 21); cut at the maximum length, it keeps its last token.
+  auto cut = beams.finish(2, -1.5, int64_t{24}, {2.5f});
+  CHECK(cut.tokens == std::vector<int64_t>{21, 22, 24});
+  CHECK_FALSE(cut.finished);
+  CHECK(cut.attention == std::vector<std::vector<float>>{{0.4f}, {1.3f}, {2.5f}});
+  // Row 3 came from row 2 (token 20).
+  CHECK(beams.finish(3, -1.2, std::nullopt, {}).tokens == std::vector<int64_t>{20, 23});
+
+  // Without attention, nothing of it is kept.
+  Beams plain({0.0}, /*keep_attention=*/false);
+  plain.advance({0}, {5}, {-0.1}, {{9.0f}});
+  auto p = plain.finish(0, -0.2, std::nullopt, {});
+  CHECK(p.tokens == std::vector<int64_t>{5});
+  CHECK(p.attention.empty());
+  CHECK_THROWS(plain.advance({0, 0}, {1}, {0.0}, {}));
 }

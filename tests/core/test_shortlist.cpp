@@ -9,6 +9,7 @@
 #include "data/lexicon.h"
 #include "data/tokenizer.h"
 #include "decoding/search.h"
+#include "decoding/seq2seq_step_model.h"
 #include "model/seq2seq.h"
 #include "runtime/packed_linear.h"
 #include "util/error.h"

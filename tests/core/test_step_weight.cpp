@@ -1,4 +1,4 @@
-// StepWeight (model/step_weight.h): a recurrence's products with the weight's gradient deferred to
+// StepWeight (runtime/step_weight.h): a recurrence's products with the weight's gradient deferred to
 // one product over all steps. Its values and gradients against the same recurrence written with
 // torch::addmm (double, to rounding), under bf16 autocast against fp32, and the decoder that uses it
 // against central finite differences of the whole model.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model/seq2seq.h"
-#include "model/step_weight.h"
+#include "runtime/step_weight.h"
 
 using namespace attnmt;
 

@@ -1,5 +1,6 @@
-// Process-wide run-time choices made once at the start of main(): which OpenBLAS kernels run
-// the matrix products, and how freed memory is kept. Both were measured (README "Speed").
+// Process-wide tuning of the host made once at the start of main(): which OpenBLAS kernels run
+// the matrix products, how freed memory is kept, and how the process ends. Each was measured
+// (docs/performance.md has the figures).
 #pragma once
 #include <string>
 
@@ -16,16 +17,14 @@ void tune_process();
 // Registered in the program's .preinit_array (cli/main.cpp), so it runs before any shared
 // library's initialiser: LibTorch's register ~40 MB of operator tables before main() starts.
 // - glibc serves blocks from 128 KiB up (its threshold then adapts) with mmap and unmaps them on
-//   free, so a training step page-faulted its large tensors in again each time (13% of the time,
-//   in the kernel, before the loss was chunked). Blocks up to 32 MiB now come from the heap, and
-//   up to 128 MiB of freed heap is kept (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD).
+//   free, so a training step page-faulted its large tensors in again each time. Blocks up to
+//   32 MiB come from the heap, and up to 128 MiB of freed heap is kept (M_MMAP_THRESHOLD,
+//   M_TRIM_THRESHOLD).
 // - The first 60 MiB of the heap are taken and freed before the libraries' initialisers allocate
-//   into them, and advised into transparent huge pages first: page faults cost 12-17 us each on
-//   this VM, and LibTorch's start made ~17,000 of them. `attnmt --version`: 16.7k -> 6.6k page
-//   faults, 0.60 -> 0.46-0.49 s, peak RSS +0.5 MiB (README "Speed"). Not advised for `train`: bf16
-//   training ran at 1,952-2,522 tok/s with them vs 3,269-3,442 without (rnn256_bf16, 1 thread,
-//   3 alternating pairs). Taken and freed all the same: rnn256 training at 1 thread peaked at
-//   570 MiB vs 681 without. ATTNMT_HUGE_PAGES=0 leaves the 60 MiB out.
+//   into them, and advised into transparent huge pages first: page faults are expensive on a VM,
+//   and LibTorch's start makes thousands of them. Not advised for `train` (bf16 training was
+//   slower with them); taken and freed all the same (a lower training peak RSS).
+//   ATTNMT_HUGE_PAGES=0 leaves the 60 MiB out.
 // ATTNMT_MALLOC=system, or a GLIBC_TUNABLES setting, leaves both out (glibc's defaults).
 // Where the program runs on tcmalloc (linked in, CMake option ATTNMT_TCMALLOC, the default; or
 // LD_PRELOAD-ed) none of this applies: it does nothing.
@@ -34,15 +33,15 @@ void tune_malloc_at_start(int argc, char** argv, char** envp);
 // For decoding (translate), before its worker threads start: every thread allocates from glibc's
 // main arena (M_ARENA_MAX 1). A worker thread otherwise gets an arena of its own, made of 64 MiB
 // heaps that glibc unmaps as soon as one is free, so beam search page-faulted its per-step blocks
-// in again and again. Measured on test_2016_flickr, beam 5: 98k -> 49k page faults (with
-// runtime/huge_pages.h) and peak RSS -60 MiB. Training is not changed: its replicas allocate
-// concurrently, and one arena made them slower. Skipped like the above with ATTNMT_MALLOC=system.
+// in again and again (half the page faults, a lower peak RSS). Training is not changed: its
+// replicas allocate concurrently, and one arena made them slower. Skipped like the above with
+// ATTNMT_MALLOC=system.
 void share_one_malloc_arena();
 
 // Ends the process with exit code `code` once main()'s work is done: flushes stdout, stderr, the
 // C++ streams and the log, then _Exit. A normal exit runs every static destructor, and LibTorch's
-// deregister its thousands of operators one by one: ~0.1 s of a one-sentence `translate` that
-// takes ~1.1 s in all (measured here), and of every other command. Files attnmt writes are closed
+// deregister its thousands of operators one by one: a noticeable part of a one-sentence
+// `translate`, and of every other command. Files attnmt writes are closed
 // (and renamed into place) by then. ATTNMT_EXIT=normal returns from main() instead (for leak
 // checkers). First, when a run_child parent asked for it, the peak RSS goes to its file
 // (util/process.h).

@@ -1,5 +1,5 @@
 // The random stream of training's stochastic parts: dropout masks, monotonic attention's noise,
-// hard attention's samples. By default they draw from LibTorch's global generator, as before.
+// hard attention's samples. By default they draw from LibTorch's global generator.
 // Inside a RandomStreamScope they draw from the scope's own generator instead: training's replica
 // threads (train.replicas) each open one, seeded from (seed, rank, replica, step), so their masks
 // do not depend on which thread reaches the global generator first and a run is repeatable.
@@ -28,7 +28,7 @@ c10::optional<at::Generator> random_stream();
 
 // Inverted dropout, as torch::nn::functional::dropout: x * Bernoulli(1 - p) / (1 - p) in training.
 // On a CPU the mask comes from one 64-bit draw of the stream expanded by SplitMix64
-// (model/dropout_rows.h): ATen's bernoulli_ was ~20% of a training step. The mask is not stored:
+// (runtime/dropout_rows.h): ATen's bernoulli_ was ~20% of a training step. The mask is not stored:
 // backward rebuilds it from the draw.
 torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training);
 

@@ -1,4 +1,4 @@
-#include "model/lstm_cell.h"
+#include "runtime/lstm_cell.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>

@@ -1,4 +1,4 @@
-// Inverted dropout's element loop (model/random.cpp drives it). The mask is never stored: element
+// Inverted dropout's element loop (runtime/random.cpp drives it). The mask is never stored: element
 // i of a tensor (counting from its first element) is kept when the high 32 bits of
 // splitmix64(seed + (i + 1) * golden) reach `threshold`, so the forward pass and the backward pass
 // each rebuild it from the seed. out[i] = in[i] * (kept ? scale : 0), exactly as LibTorch's

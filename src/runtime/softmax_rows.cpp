@@ -1,4 +1,4 @@
-#include "train/softmax_rows.h"
+#include "runtime/softmax_rows.h"
 
 #include <cmath>
 #include <type_traits>

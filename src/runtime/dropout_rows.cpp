@@ -1,4 +1,4 @@
-#include "model/dropout_rows.h"
+#include "runtime/dropout_rows.h"
 #include "runtime/bf16_bits.h"
 
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "io/model_file.h"
 
 #include <algorithm>
 #include <exception>
@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "config/loader.h"
+#include "data/lexicon.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -43,7 +44,23 @@ void load_archive(torch::serialize::InputArchive& archive, const std::string& pa
   }
 }
 
+// Opaque bytes (a SentencePiece model, a lexicon) as a uint8 tensor: stored as a record of its own,
+// read without conversion.
+torch::Tensor bytes_tensor(const std::string& bytes) {
+  auto t = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(t.data_ptr<uint8_t>()));
+  return t;
+}
+
 }  // namespace
+
+std::optional<std::string> reached_limit(const TrainConfig& t, const TrainingProgress& p) {
+  if (t.max_steps > 0 && p.step >= t.max_steps) return "train.max_steps";
+  if (t.max_epochs > 0 && p.epoch >= t.max_epochs) return "train.max_epochs";
+  if (t.max_minutes > 0 && p.train_seconds >= 60.0 * t.max_minutes) return "train.max_minutes";
+  if (t.patience > 0 && p.bad_validations >= t.patience) return "train.patience";
+  return std::nullopt;
+}
 
 torch::Device parse_device(const std::string& device) {
   torch::Device d(torch::kCPU);
@@ -59,9 +76,10 @@ torch::Device parse_device(const std::string& device) {
 }
 
 void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
-                     torch::optim::Optimizer* optimizer, const TrainingProgress& p) {
+                     torch::optim::Optimizer* optimizer, const TrainingProgress& p, const ModelAssets& assets) {
+  if (!assets.tokenizers.src || !assets.tokenizers.tgt) throw RuntimeError("save_checkpoint: no tokenizers given");
   torch::serialize::OutputArchive archive;
-  archive.write("format_version", c10::IValue(kCheckpointFormat));
+  archive.write("format_version", c10::IValue(kModelFormat));
   archive.write("config_yaml", c10::IValue(config_to_yaml(config)));
   archive.write("vocab.src", c10::IValue(model->vocab().src));
   archive.write("vocab.tgt", c10::IValue(model->vocab().tgt));
@@ -70,6 +88,8 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
   archive.write("progress.batch_in_epoch", c10::IValue(p.batch_in_epoch));
   archive.write("progress.best_score", c10::IValue(p.best_score));
   archive.write("progress.has_best", c10::IValue(p.has_best));
+  archive.write("progress.best_model_score", c10::IValue(p.best_model_score));
+  archive.write("progress.has_best_model", c10::IValue(p.has_best_model));
   archive.write("progress.bad_validations", c10::IValue(p.bad_validations));
   archive.write("progress.lr_bad_validations", c10::IValue(p.lr_bad_validations));
   archive.write("progress.learning_rate", c10::IValue(p.learning_rate));
@@ -78,6 +98,11 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
   archive.write("progress.target_tokens", c10::IValue(p.target_tokens));
   archive.write("progress.world_size", c10::IValue(p.world_size));
   archive.write("rng.cpu", at::detail::getDefaultCPUGenerator().get_state());
+  const bool shared = assets.tokenizers.src == assets.tokenizers.tgt;
+  archive.write("tokenizer.shared", c10::IValue(shared));
+  archive.write("tokenizer.src", bytes_tensor(assets.tokenizers.src->serialized()), /*is_buffer=*/true);
+  if (!shared) archive.write("tokenizer.tgt", bytes_tensor(assets.tokenizers.tgt->serialized()), /*is_buffer=*/true);
+  if (assets.lexicon) archive.write("lexicon", bytes_tensor(lexicon_bytes(*assets.lexicon)), /*is_buffer=*/true);
   torch::serialize::OutputArchive model_archive;
   model->save(model_archive);
   archive.write("model", model_archive);
@@ -115,10 +140,10 @@ CheckpointFile::CheckpointFile(const std::string& path, const std::string* bytes
   load_archive(archive, path, bytes);
   auto& c = header_;
   try {
-    const auto version = read_scalar<int64_t>(archive, "format_version", path);
-    if (version != kCheckpointFormat) {
-      throw InputError("checkpoint '" + path + "' has format version " + std::to_string(version) +
-                       ", this attnmt reads version " + std::to_string(kCheckpointFormat));
+    c.format = read_scalar<int64_t>(archive, "format_version", path);
+    if (c.format != 1 && c.format != kModelFormat) {
+      throw InputError("checkpoint '" + path + "' has format version " + std::to_string(c.format) +
+                       ", this attnmt reads versions 1 and " + std::to_string(kModelFormat));
     }
     c.config = parse_config(read_scalar<std::string>(archive, "config_yaml", path), path + " (stored config)");
     c.vocab.src = read_scalar<int64_t>(archive, "vocab.src", path);
@@ -129,6 +154,9 @@ CheckpointFile::CheckpointFile(const std::string& path, const std::string* bytes
     p.batch_in_epoch = read_scalar<int64_t>(archive, "progress.batch_in_epoch", path);
     p.best_score = read_scalar<double>(archive, "progress.best_score", path);
     p.has_best = read_scalar<bool>(archive, "progress.has_best", path);
+    c10::IValue best_model, has_best_model;  // absent before end-of-run validations were told apart
+    p.best_model_score = archive.try_read("progress.best_model_score", best_model) ? best_model.toDouble() : p.best_score;
+    p.has_best_model = archive.try_read("progress.has_best_model", has_best_model) ? has_best_model.toBool() : p.has_best;
     p.bad_validations = read_scalar<int64_t>(archive, "progress.bad_validations", path);
     p.lr_bad_validations = read_scalar<int64_t>(archive, "progress.lr_bad_validations", path);
     p.learning_rate = read_scalar<double>(archive, "progress.learning_rate", path);
@@ -140,6 +168,43 @@ CheckpointFile::CheckpointFile(const std::string& path, const std::string* bytes
   } catch (const c10::Error& e) {
     throw InputError("checkpoint '" + path + "' is corrupted (" + first_line(e.what_without_backtrace()) + ")");
   }
+}
+
+std::optional<std::string> CheckpointFile::bytes_of(const std::string& key) {
+  torch::Tensor t;
+  try {
+    if (!archive_.try_read(key, t)) return std::nullopt;
+  } catch (const c10::Error& e) {
+    throw InputError("checkpoint '" + path_ + "': its '" + key + "' entry is corrupted (" +
+                     first_line(e.what_without_backtrace()) + ")");
+  }
+  if (t.scalar_type() != torch::kUInt8 || t.dim() != 1) {
+    throw InputError("checkpoint '" + path_ + "': its '" + key + "' entry is not a byte string");
+  }
+  t = t.contiguous();
+  const auto* p = reinterpret_cast<const char*>(t.data_ptr<uint8_t>());
+  return std::string(p, p + t.numel());
+}
+
+std::optional<Tokenizers> CheckpointFile::tokenizers() {
+  if (header_.format < 2) return std::nullopt;
+  const bool shared = read_scalar<bool>(archive_, "tokenizer.shared", path_);
+  auto load = [&](const std::string& key) {
+    auto bytes = bytes_of(key);
+    if (!bytes) throw InputError("checkpoint '" + path_ + "' has no '" + key + "' entry");
+    return std::make_shared<Tokenizer>(Tokenizer::from_bytes(*bytes, path_ + " (" + key + ")"));
+  };
+  Tokenizers t;
+  t.src = load("tokenizer.src");
+  t.tgt = shared ? t.src : load("tokenizer.tgt");
+  return t;
+}
+
+std::shared_ptr<const Lexicon> CheckpointFile::lexicon() {
+  if (header_.format < 2) return nullptr;
+  auto bytes = bytes_of("lexicon");
+  if (!bytes) return nullptr;
+  return std::make_shared<const Lexicon>(parse_lexicon(*bytes, path_ + " (lexicon)"));
 }
 
 void CheckpointFile::load_state(Seq2Seq& model, torch::optim::Optimizer* optimizer, bool restore_rng) {
@@ -186,6 +251,18 @@ std::vector<std::string> list_step_checkpoints(const std::string& save_dir) {
   return out;
 }
 
+std::string find_model_file(const std::string& model, const std::string& checkpoint) {
+  if (!checkpoint.empty()) return checkpoint;
+  std::error_code ec;
+  if (!fs::exists(model, ec)) throw InputError("model '" + model + "' does not exist (give a model file or a save dir)");
+  if (!fs::is_directory(model, ec)) return model;
+  const auto best = (fs::path(model) / "best.pt").string();
+  if (fs::exists(best, ec)) return best;
+  auto steps = list_step_checkpoints(model);
+  if (steps.empty()) throw InputError("no model in '" + model + "' (expected best.pt or ckpt.<step>.pt)");
+  return steps.front();
+}
+
 namespace {
 
 struct EarlyModel {
@@ -212,57 +289,75 @@ bool same_vocab(const VocabSizes& a, const VocabSizes& b) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& save_dir, const std::string& checkpoint, const std::string& device,
-                       const DecodeOverrides& overrides) {
-  if (!fs::is_directory(save_dir)) throw InputError("model directory '" + save_dir + "' does not exist");
-  LoadedModel m;
-  m.checkpoint = checkpoint;
-  if (m.checkpoint.empty()) {
-    const auto best = (fs::path(save_dir) / "best.pt").string();
-    if (fs::exists(best)) {
-      m.checkpoint = best;
-    } else {
-      auto steps = list_step_checkpoints(save_dir);
-      if (steps.empty()) throw InputError("no checkpoint in '" + save_dir + "' (expected best.pt or ckpt.<step>.pt)");
-      m.checkpoint = steps.front();
+void check_decode_settings(const std::vector<std::string>& settings) {
+  for (const auto& s : settings) {
+    const auto key = s.substr(0, s.find('='));
+    if (key.rfind("decode.", 0) == 0 || key == "threads" || key == "gemm" || key == "device" ||
+        key == "model.attention.hard_decode") {
+      continue;
     }
+    throw InputError("--set " + s + ": a trained model takes only decode.*, threads, gemm, device and "
+                     "model.attention.hard_decode");
   }
+}
+
+LoadedModel load_model(const std::string& model, const std::string& checkpoint, const std::string& device,
+                       const std::vector<std::string>& settings) {
+  check_decode_settings(settings);
+  LoadedModel m;
+  m.checkpoint = find_model_file(model, checkpoint);
+  const auto dir = fs::path(m.checkpoint).parent_path().string();
+  const auto here = dir.empty() ? std::string(".") : dir;
   // Building the model draws its initial weights (LibTorch's modules do it in their constructors;
-  // ~0.1 s for rnn256), which the checkpoint then replaces. So it is built from the save dir's
-  // config.yaml while the checkpoint is read, and kept when the checkpoint's model, tokenizer and
-  // vocabulary turn out the same (else built again from the checkpoint's config).
-  auto apply = [&](Config& c) {
-    if (overrides.hard_decode) c.model.attention.hard_decode = *overrides.hard_decode;
-  };
-  auto early = std::async(std::launch::async, [&]() -> std::optional<EarlyModel> {
-    try {
-      EarlyModel e;
-      e.config = load_config_file((fs::path(save_dir) / "config.yaml").string());
-      apply(e.config);
-      e.tokenizers = load_or_train_tokenizers(e.config.tokenizer, save_dir, nullptr, e.config.train.seed);
-      e.vocab.src = e.tokenizers.src->vocab_size();
-      e.vocab.tgt = e.tokenizers.tgt->vocab_size();
-      e.model = Seq2Seq(e.config.model, e.vocab);
-      return e;
-    } catch (...) {
-      return std::nullopt;  // no usable config.yaml: built below, after the checkpoint's header
-    }
-  });
+  // ~0.1 s for rnn256), which the checkpoint then replaces. In a save dir, the model is built from
+  // its config.yaml and tokenizers while the checkpoint is read, and kept when the checkpoint's
+  // model, tokenizer and vocabulary turn out the same (else built from the checkpoint's config).
+  const auto config_yaml = (fs::path(here) / "config.yaml").string();
+  std::future<std::optional<EarlyModel>> early;
+  if (fs::exists(config_yaml)) {
+    early = std::async(std::launch::async, [&]() -> std::optional<EarlyModel> {
+      try {
+        EarlyModel e;
+        e.config = load_config_file(config_yaml, settings);
+        e.tokenizers = load_or_train_tokenizers(e.config.tokenizer, here, nullptr, e.config.train.seed);
+        e.vocab.src = e.tokenizers.src->vocab_size();
+        e.vocab.tgt = e.tokenizers.tgt->vocab_size();
+        e.model = Seq2Seq(e.config.model, e.vocab);
+        return e;
+      } catch (...) {
+        return std::nullopt;  // no usable save dir: built below, from the checkpoint alone
+      }
+    });
+  }
   CheckpointFile file(m.checkpoint);
   const auto& header = file.header();
-  m.config = header.config;
-  apply(m.config);
-  if (auto e = early.get(); e && same_model(e->config, m.config) && same_vocab(e->vocab, header.vocab)) {
-    m.tokenizers = std::move(e->tokenizers);
-    m.model = e->model;
-  } else {
-    m.tokenizers = load_or_train_tokenizers(m.config.tokenizer, save_dir, nullptr, m.config.train.seed);
+  m.config = settings.empty() ? header.config
+                              : parse_config(config_to_yaml(header.config), m.checkpoint + " (stored config)", settings);
+  auto stored = file.tokenizers();
+  std::optional<EarlyModel> e;
+  if (early.valid()) e = early.get();
+  if (e && same_model(e->config, m.config) && same_vocab(e->vocab, header.vocab)) m.model = e->model;
+  if (stored) {
+    m.tokenizers = std::move(*stored);
+  } else {  // format 1: the tokenizers of the directory it is in
+    m.tokenizers = e && m.model ? std::move(e->tokenizers)
+                                : load_or_train_tokenizers(m.config.tokenizer, here, nullptr, m.config.train.seed);
+  }
+  if (m.config.decode.shortlist) {
+    // The file's own lexicon, else (format 1, or one built later by `attnmt lexicon`) lexicon.bin
+    // beside it.
+    m.lexicon = file.lexicon();
+    const auto lexicon_file = lexicon_path(here);
+    if (!m.lexicon && fs::exists(lexicon_file)) m.lexicon = std::make_shared<const Lexicon>(read_lexicon(lexicon_file));
+    if (!m.lexicon) {
+      throw InputError("decode.shortlist: model '" + m.checkpoint + "' has no lexicon, nor is there a '" + lexicon_file +
+                       "' (build one: attnmt lexicon --model " + model + ", or decode with --shortlist false)");
+    }
   }
   if (m.tokenizers.src->vocab_size() != header.vocab.src || m.tokenizers.tgt->vocab_size() != header.vocab.tgt) {
-    throw InputError("tokenizer model in '" + save_dir + "' has " + std::to_string(m.tokenizers.src->vocab_size()) +
-                     "/" + std::to_string(m.tokenizers.tgt->vocab_size()) + " pieces but checkpoint '" +
-                     m.checkpoint + "' was trained with " + std::to_string(header.vocab.src) + "/" +
-                     std::to_string(header.vocab.tgt));
+    throw InputError("tokenizer model of '" + m.checkpoint + "' has " + std::to_string(m.tokenizers.src->vocab_size()) +
+                     "/" + std::to_string(m.tokenizers.tgt->vocab_size()) + " pieces but the checkpoint was trained with " +
+                     std::to_string(header.vocab.src) + "/" + std::to_string(header.vocab.tgt));
   }
   if (!m.model) m.model = Seq2Seq(m.config.model, header.vocab);
   file.load_state(m.model, nullptr, /*restore_rng=*/false);

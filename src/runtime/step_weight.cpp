@@ -1,4 +1,4 @@
-#include "model/step_weight.h"
+#include "runtime/step_weight.h"
 
 #include <torch/csrc/autograd/functions/utils.h>
 

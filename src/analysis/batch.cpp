@@ -1,10 +1,10 @@
-#include "train/batch.h"
+#include "analysis/batch.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "data/tokenizer.h"
-#include "train/loss.h"
+#include "model/loss.h"
 
 namespace attnmt {
 

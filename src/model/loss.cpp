@@ -1,4 +1,4 @@
-#include "train/loss.h"
+#include "model/loss.h"
 
 #include <ATen/Parallel.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/matmul_bf16.h"
-#include "train/softmax_rows.h"
+#include "runtime/softmax_rows.h"
 
 namespace attnmt {
 

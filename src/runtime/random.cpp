@@ -1,5 +1,5 @@
-#include "model/random.h"
-#include "model/dropout_rows.h"
+#include "runtime/random.h"
+#include "runtime/dropout_rows.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
@@ -28,7 +28,7 @@ uint64_t draw_seed(at::Generator generator) {
   return at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
 }
 
-// in * mask, the mask rebuilt from (seed, p) by model/dropout_rows.h; in is contiguous.
+// in * mask, the mask rebuilt from (seed, p) by runtime/dropout_rows.h; in is contiguous.
 torch::Tensor apply_dropout_mask(const torch::Tensor& in, uint64_t seed, double p) {
   const auto threshold = static_cast<uint64_t>(p * 4294967296.0);
   auto out = at::empty(in.sizes(), in.options());
@@ -84,7 +84,7 @@ torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training) {
   }
   // ATen's CPU bernoulli_ draws one mt19937 number per element, serially: 52 ns an element here,
   // ~20% of a training step. One draw from the stream seeds the whole mask instead, and
-  // SplitMix64 over the element index expands it (model/dropout_rows.h).
+  // SplitMix64 over the element index expands it (runtime/dropout_rows.h).
   const uint64_t seed = draw_seed(current ? *current : at::detail::getDefaultCPUGenerator());
   return StreamDropout::apply(x, static_cast<int64_t>(seed), p);
 }

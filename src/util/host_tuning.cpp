@@ -1,4 +1,4 @@
-#include "util/runtime.h"
+#include "util/host_tuning.h"
 #include "util/process.h"
 
 #include <dlfcn.h>

@@ -1,0 +1,42 @@
+// The flags of the commands that decode a trained model (translate, plot, align, bench): each one
+// an alias of a config key, collected as "key=value" settings for load_model (io/model_file.h),
+// so that their values are parsed and validated by the config loader, as `train --set` is.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnmt::cli {
+
+struct DecodeFlag {
+  const char* flag;  // "--beam-size"
+  const char* key;   // "decode.beam_size"
+  const char* help;
+};
+
+// Adds `--set key=value` (repeatable) and the given flags to `cmd`. The settings are in
+// command-line order within --set, then the flags in the order given (so a flag wins over --set).
+inline std::shared_ptr<std::vector<std::string>> add_decode_flags(CLI::App* cmd, const std::vector<DecodeFlag>& flags) {
+  auto sets = std::make_shared<std::vector<std::string>>();
+  auto given = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--set", *given,
+                  "Set a decode-time config key of the model: --set decode.beam_size=10 (repeatable; decode.*, "
+                  "threads, gemm, device, model.attention.hard_decode)");
+  for (const auto& f : flags) {
+    const std::string key = f.key;
+    cmd->add_option_function<std::string>(
+        f.flag, [sets, key](const std::string& value) { sets->push_back(key + "=" + value); },
+        std::string(f.help) + " (= --set " + key + "=...)");
+  }
+  // --set first: CLI11 runs option callbacks in the order the options were added.
+  cmd->preparse_callback([sets, given](size_t) {
+    sets->clear();
+    given->clear();
+  });
+  cmd->parse_complete_callback([sets, given] { sets->insert(sets->begin(), given->begin(), given->end()); });
+  return sets;
+}
+
+}  // namespace attnmt::cli

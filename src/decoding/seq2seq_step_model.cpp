@@ -1,0 +1,104 @@
+#include "decoding/seq2seq_step_model.h"
+
+#include "data/lexicon.h"
+#include "data/tokenizer.h"
+#include "util/error.h"
+
+namespace attnmt {
+
+namespace {
+
+ExecutionMode decoding_mode(const std::string& precision, bool packed_weights) {
+  return packed_weights ? ExecutionMode::packed(precision == "bf16") : ExecutionMode{ExecutionMode::kLibTorch, precision == "bf16"};
+}
+
+struct Seq2SeqSearchState : SearchState {
+  AttentionMemory memory;
+  DecoderStepState state;
+  int64_t t = 0;
+  bool share_memory = false;  // the attention reads one memory row per sentence for its beams
+  // decode.shortlist: the batch's tokens [L] (CPU int64) and the output layer's rows for them.
+  torch::Tensor vocabulary;
+  std::shared_ptr<const Product> output;
+  void index_select(const torch::Tensor& index) override {
+    state = state.index_select(index);
+    if (memory.group == 1) {
+      memory = memory.index_select(index);
+      return;
+    }
+    // Whole groups move (expand_beams): the first row of group a names its sentence.
+    TORCH_CHECK(index.size(0) % memory.group == 0, "search state: rows selected in part of a beam group");
+    memory = memory.index_select(index.slice(0, 0, index.size(0), memory.group).div(memory.group, "floor"));
+  }
+  // The memory is per source sentence (attention.h): rows a*K..a*K+K-1 stay sentence a's.
+  void reorder_beams(const torch::Tensor& index) override { state = state.index_select(index); }
+  void expand_beams(const torch::Tensor& index, int64_t beam_size) override {
+    state = state.index_select(index);
+    if (share_memory) {
+      memory.group = beam_size;
+    } else {
+      memory = memory.index_select(index);
+    }
+  }
+};
+
+}  // namespace
+
+Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, bool packed_weights)
+    : model_(std::move(model), decoding_mode(precision, packed_weights)) {}
+
+std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, const torch::Tensor& lengths) {
+  auto enc = model_.encode(src, lengths);
+  auto s = std::make_unique<Seq2SeqSearchState>();
+  s->memory = std::move(enc.memory);
+  s->state = std::move(enc.state);
+  s->share_memory = model_.shares_memory_across_beams();
+  if (lexicon_) {
+    const auto ids = src.to(torch::kCPU, torch::kLong).contiguous();
+    const int64_t* p = ids.data_ptr<int64_t>();
+    const std::vector<int> source(p, p + ids.numel());  // padding (id 0) included: harmless
+    // Rounded up to a multiple of 64 rows: oneDNN's kernels for the batch's output layer come from
+    // its primitive cache for the few sizes that occur instead of being compiled for each batch.
+    const auto list = lexicon_->shortlist(source, shortlist_first_, shortlist_best_,
+                                          {static_cast<int>(model_.vocab().eos_id), Tokenizer::kUnk}, /*round_to=*/64);
+    s->vocabulary = torch::tensor(std::vector<int64_t>(list.begin(), list.end()), torch::kLong);
+    shortlist_rows_ += static_cast<int64_t>(list.size());
+    ++shortlist_batches_;
+    s->output = model_.output_rows(s->vocabulary);
+  }
+  return s;
+}
+
+double Seq2SeqStepModel::mean_shortlist_size() const {
+  const int64_t batches = shortlist_batches_;
+  return batches > 0 ? static_cast<double>(shortlist_rows_) / static_cast<double>(batches) : 0.0;
+}
+
+void Seq2SeqStepModel::use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best) {
+  const auto& v = model_.vocab();
+  if (!lexicon) throw InputError("decode.shortlist: the model has no lexicon (build one: attnmt lexicon --model MODEL)");
+  if (lexicon->src_vocab != v.src || lexicon->tgt_vocab != v.tgt) {
+    throw InputError("decode.shortlist: the lexicon is for vocabularies of " + std::to_string(lexicon->src_vocab) +
+                     " / " + std::to_string(lexicon->tgt_vocab) + " subwords, the model has " +
+                     std::to_string(v.src) + " / " + std::to_string(v.tgt) + " (rebuild it: attnmt lexicon --model MODEL)");
+  }
+  lexicon_ = std::move(lexicon);
+  shortlist_first_ = first;
+  shortlist_best_ = best;
+}
+
+StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
+  auto& s = static_cast<Seq2SeqSearchState&>(state);
+  StepResult r;
+  auto hidden = model_.step_hidden(prev_tokens, s.memory, s.state, s.t, want_attention ? &r.attention : nullptr);
+  if (s.vocabulary.defined()) {
+    r.logits = (*s.output)(hidden);
+    r.vocabulary = s.vocabulary;
+  } else {
+    r.logits = model_.logits(hidden);
+  }
+  ++s.t;
+  return r;
+}
+
+}  // namespace attnmt

@@ -1,0 +1,49 @@
+// Adapts a Seq2Seq to the search interface (step_model.h): its decoding form (model/seq2seq.h's
+// DecodingSeq2Seq, products in one execution mode) plus the vocabulary shortlist.
+#pragma once
+#include <torch/torch.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "decoding/step_model.h"
+#include "model/seq2seq.h"
+
+namespace attnmt {
+
+struct Lexicon;
+
+class Seq2SeqStepModel : public StepModel {
+ public:
+  // The model's weights as they are now serve every step (build a new one after they change).
+  // packed_weights (decode.packed_weights; CPU with oneDNN only, else ignored): the encoder's (LSTM),
+  // the decoder step's and the output layer's products run on weights packed here
+  // (runtime/packed_linear.h).
+  // precision (decode.precision): fp32, or bf16 = those products in bfloat16 (fp32 accumulation);
+  // without packed weights, bf16 is the output layer's product alone, from a bfloat16 copy of its
+  // weight. The softmax is fp32 either way. CPU only (else fp32).
+  explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
+  // Whether the products run on packed weights.
+  bool packed() const { return model_.packed(); }
+  // decode.shortlist: from now on, each batch's output layer covers only
+  // lexicon->shortlist(its source ids, first, best, {eos, unk}) (data/lexicon.h), and the steps'
+  // logits say which tokens their columns are (StepResult::vocabulary). InputError when there is no
+  // lexicon or it was built for other vocabulary sizes.
+  void use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best);
+  // The mean shortlist size over the batches started so far (0 without a shortlist).
+  double mean_shortlist_size() const;
+  std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override;
+  StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
+  int64_t bos_id() const override { return model_.vocab().bos_id; }
+  int64_t eos_id() const override { return model_.vocab().eos_id; }
+  torch::Device device() const override { return model_.device(); }
+
+ private:
+  DecodingSeq2Seq model_;
+  std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
+  int shortlist_first_ = 0, shortlist_best_ = 0;
+  std::atomic<int64_t> shortlist_rows_{0}, shortlist_batches_{0};  // batches start in several threads
+};
+
+}  // namespace attnmt

@@ -1,0 +1,132 @@
+// Model files. A checkpoint is one file that holds everything translation needs, so a model can be
+// copied and used without the directory it was trained in:
+//   format 2: the resolved config, the vocabulary sizes, the weights, the SentencePiece model(s)
+//             as bytes, the shortlist lexicon when there is one (decode.shortlist), and for
+//             resuming the training progress, the dropout RNG and (step checkpoints) the optimizer.
+//   format 1: the same without tokenizers and lexicon; still read, its tokenizers (and
+//             lexicon.bin) from the directory the file is in.
+// Files are written atomically (temp file, fsync, rename): a kill at any moment leaves the previous
+// file loadable. A training save dir holds:
+//   config.yaml        resolved config (also stored inside every checkpoint)
+//   spm*.model         SentencePiece model(s) (also stored inside every checkpoint)
+//   lexicon.bin        the shortlist lexicon, when built (also stored inside checkpoints)
+//   ckpt.<step>.pt     the last train.keep_checkpoints step checkpoints
+//   best.pt            the best checkpoint by train.valid_metric (no optimizer: for decoding)
+//   log.jsonl          one JSON object per report / validation
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "data/tokenizer.h"
+#include "model/seq2seq.h"
+
+namespace attnmt {
+
+struct Lexicon;
+
+constexpr int64_t kModelFormat = 2;
+
+struct TrainingProgress {
+  int64_t step = 0;              // updates done
+  int64_t epoch = 0;             // current epoch (0-based)
+  int64_t batch_in_epoch = 0;    // next batch of the current epoch
+  double best_score = 0;         // best valid metric of the scheduled validations (every valid_every)
+  bool has_best = false;
+  double best_model_score = 0;   // best.pt's valid metric: of every validation, the end-of-run ones too
+  bool has_best_model = false;
+  int64_t bad_validations = 0;   // validations since the last improvement (early stopping)
+  int64_t lr_bad_validations = 0;  // same, since the last LR decay
+  double learning_rate = 0;
+  int64_t skipped_steps = 0;     // non-finite losses skipped
+  double train_seconds = 0;      // wall time spent training so far (all runs)
+  int64_t target_tokens = 0;     // target tokens trained on so far
+  int64_t world_size = 1;        // processes that trained (batch_in_epoch counts their global batches)
+};
+
+// The limit of train.* (max_steps, max_epochs, max_minutes, patience) that a run with this
+// progress has reached ("train.max_steps", ...), or nullopt while it may go on. The one stop rule:
+// training stops on it, and `attnmt compare` tells a finished run from one to continue by it.
+std::optional<std::string> reached_limit(const TrainConfig& train, const TrainingProgress& progress);
+
+// What a model file carries besides the weights: the tokenizers and the shortlist lexicon.
+struct ModelAssets {
+  Tokenizers tokenizers;                    // required
+  std::shared_ptr<const Lexicon> lexicon;  // null: none
+};
+
+// Writes a checkpoint atomically, streamed to disk (without optimizer state when `optimizer` is
+// null). RuntimeError (naming the path) if it cannot be written; the previous file at `path`
+// stays intact.
+void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
+                     torch::optim::Optimizer* optimizer, const TrainingProgress& progress, const ModelAssets& assets);
+
+struct CheckpointContents {
+  int64_t format = kModelFormat;
+  Config config;
+  VocabSizes vocab;
+  TrainingProgress progress;
+};
+
+// A checkpoint file, read once: header() is the config/vocab/progress part; load_state then fills
+// a model (and optimizer) built from that config. best.pt holds no optimizer state (it is for
+// decoding; resuming reads the step checkpoints). InputError (naming the file) for a missing,
+// truncated or corrupted file or an unknown format version. With `bytes`, the checkpoint is read
+// from them instead of the file (`path` only names it in messages): the other ranks of a
+// distributed run read rank 0's checkpoint this way.
+class CheckpointFile {
+ public:
+  explicit CheckpointFile(const std::string& path, const std::string* bytes = nullptr);
+  const CheckpointContents& header() const { return header_; }
+  // InputError if the model (or optimizer, when given) does not match the stored state.
+  void load_state(Seq2Seq& model, torch::optim::Optimizer* optimizer, bool restore_rng);
+  // The stored tokenizers (format 2), else nullopt.
+  std::optional<Tokenizers> tokenizers();
+  // The stored lexicon (format 2, when it has one), else null.
+  std::shared_ptr<const Lexicon> lexicon();
+
+ private:
+  std::optional<std::string> bytes_of(const std::string& key);
+  std::string path_;
+  torch::serialize::InputArchive archive_;
+  CheckpointContents header_;
+};
+
+// Step checkpoints in a save dir, newest first.
+std::vector<std::string> list_step_checkpoints(const std::string& save_dir);
+
+// A trained model ready for decoding.
+struct LoadedModel {
+  Config config;
+  Tokenizers tokenizers;
+  Seq2Seq model{nullptr};
+  std::string checkpoint;                  // the file read
+  std::shared_ptr<const Lexicon> lexicon;  // the shortlist's, when decoding with one (else null)
+};
+
+// The keys a decoding command may set on a trained model's config (`--set key=value`): decode.*,
+// threads, gemm, device and model.attention.hard_decode. InputError for any other key.
+void check_decode_settings(const std::vector<std::string>& settings);
+
+// `model` is a model file, or a save dir (its best.pt, else its newest step checkpoint);
+// `checkpoint`, when not empty, names the file instead (a save dir's other checkpoint).
+// InputError naming the path when there is no model there.
+std::string find_model_file(const std::string& model, const std::string& checkpoint = "");
+
+// Loads a model for decoding (find_model_file's file). Its config is the stored one with
+// `settings` ("key=value", check_decode_settings) applied through the config loader (the same
+// parsing, validation and messages as `train --set`); `device` (if not empty) overrides its device.
+// Format 1 files take their tokenizers from their directory (checked against the checkpoint's
+// vocabulary sizes). With decode.shortlist, the lexicon too: the file's, else lexicon.bin beside
+// it, else an InputError.
+LoadedModel load_model(const std::string& model, const std::string& checkpoint, const std::string& device,
+                       const std::vector<std::string>& settings = {});
+
+// Parses "cpu", "cuda", "cuda:N"; InputError if CUDA is asked for but not available.
+torch::Device parse_device(const std::string& device);
+
+}  // namespace attnmt
