@@ -104,12 +104,15 @@ std::string attention_name(const Config& c) {
 
 }  // namespace
 
-bool training_finished(const std::string& save_dir) {
+// Whether the run in config.train.save_dir has reached a limit of `config` (the YAML with
+// compare's --set: a raised train.max_steps makes a finished run unfinished again).
+bool training_finished(const Config& config) {
+  const auto& save_dir = config.train.save_dir;
   if (!fs::is_directory(save_dir)) return false;
   const auto steps = list_step_checkpoints(save_dir);
   if (steps.empty()) return false;
   const auto header = CheckpointFile(steps.front()).header();
-  const auto& t = header.config.train;
+  const auto& t = config.train;
   if (reached_limit(t, header.progress)) return true;
   // no limit at all: only a signal ends such a run, and whatever it left is its final model
   return t.max_steps <= 0 && t.max_epochs <= 0 && t.max_minutes <= 0 && t.patience <= 0;
@@ -138,7 +141,7 @@ CompareReport compare(const CompareOptions& options) {
       }
     }
     if (v.config.train.save_dir.empty()) throw InputError("'" + path + "': missing required key 'train.save_dir'");
-    if (options.train_missing && !training_finished(v.config.train.save_dir)) {
+    if (options.train_missing && !training_finished(v.config)) {
       check_training_inputs(v.config, path);
     }
     variants.push_back(std::move(v));
@@ -202,7 +205,7 @@ CompareReport compare(const CompareOptions& options) {
     spdlog::info("[compare] {} ({}): {}", v.name, attention_name(v.config), save_dir);
 
     // 1. train
-    if (options.train_missing && !training_finished(save_dir)) {
+    if (options.train_missing && !training_finished(v.config)) {
       const bool resume = fs::is_directory(save_dir) && !list_step_checkpoints(save_dir).empty();
       std::vector<std::string> argv = {self, "train", v.path};
       if (resume) argv.push_back("--resume");
@@ -223,7 +226,7 @@ CompareReport compare(const CompareOptions& options) {
       throw InputError("'" + v.path + "': no trained model in '" + save_dir +
                        "' (train it first, or pass --train-missing)");
     }
-    if (!options.train_missing && !training_finished(save_dir)) {
+    if (!options.train_missing && !training_finished(v.config)) {
       spdlog::warn("[compare] {}: the run in '{}' has not reached its stop criteria; using the model it left", v.name,
                    save_dir);
     }
@@ -237,8 +240,11 @@ CompareReport compare(const CompareOptions& options) {
     const auto hyp_path = (out_dir / "hyp" / (v.name + ".txt")).string();
     const auto timing_path = (out_dir / "logs" / (v.name + ".timing.json")).string();
     const auto log_path = (out_dir / "logs" / (v.name + ".translate.log")).string();
+    // The config's decode.* (its YAML and --set), not the settings stored in the model.
+    const auto decode_settings = config_settings(v.config, "decode.");
     std::vector<std::string> argv = {self,     "translate", "--model", save_dir,       "--input",
                                      test.src, "--output",  hyp_path,  "--stats", timing_path};
+    for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
     if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
     spdlog::info("[compare] {}: translating {} sentences", v.name, test_text.src.size());
     const auto decoded = run_child(argv, log_path);
@@ -256,7 +262,7 @@ CompareReport compare(const CompareOptions& options) {
     row.chrf = corpus_chrf(hyps, test_text.tgt).score;
 
     // 3. in this process: the model's size, perplexity, attention
-    auto loaded = load_model(save_dir, "", "");
+    auto loaded = load_model(save_dir, "", "", decode_settings);
     configure_compute(options.threads >= 0 ? options.threads : loaded.config.threads, loaded.config.gemm);
     row.attention = attention_name(loaded.config);
     row.decoder_style = loaded.config.model.decoder.style;

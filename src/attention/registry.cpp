@@ -93,6 +93,20 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& config, int64_t
 }
 
 void check_attention(const ModelConfig& model) {
+  const auto& a = model.attention;
+  if (a.coverage_loss > 0 && !a.coverage) {
+    throw InputError("model.attention.coverage_loss (" + std::to_string(a.coverage_loss) +
+                     ") needs model.attention.coverage: true (it penalises the coverage vector)");
+  }
+  // The coverage vector enters the additive (concat) score of the global variants alone.
+  if (a.coverage && entry(a.type).global_score != ScoreKind::kConcat) {
+    std::string with;
+    for (const auto& e : registry()) {
+      if (e.global_score == ScoreKind::kConcat) with += (with.empty() ? "" : ", ") + e.name;
+    }
+    throw InputError("model.attention.coverage: '" + a.type + "' has no coverage term (the variants that use it: " +
+                     with + ")");
+  }
   const int64_t memory_size = model.encoder.hidden_size * (model.encoder.bidirectional ? 2 : 1);
   make_attention(model.attention, model.decoder.hidden_size, memory_size);
 }

@@ -27,7 +27,9 @@ void check_attention_name(const std::string& name);
 
 // Builds, once, the attention a model of this config would get (decoder hidden size as the query,
 // encoder output as the memory), so that a bad combination (unknown name, a dot score on unequal
-// sizes, heads that do not divide, coverage on a non-additive score) fails before any data is read.
+// sizes, heads that do not divide) fails before any data is read; and refuses the keys the variant
+// would ignore (coverage where it has no coverage term, coverage_loss without coverage). Training
+// calls it; a model already trained with such keys still loads.
 void check_attention(const ModelConfig& model);
 
 }  // namespace attnmt

@@ -167,7 +167,7 @@ json run_bench(const BenchOptions& o) {
     const Config cfg = load_config_file(config_path, o.overrides);
     const std::string name = fs::path(config_path).stem().string();
     const std::string model_dir = o.models.empty() ? cfg.train.save_dir : o.models[c];
-    const bool have_model = fs::exists(fs::path(model_dir) / "best.pt") ||
+    const bool have_model = fs::is_regular_file(model_dir) || fs::exists(fs::path(model_dir) / "best.pt") ||
                             (fs::is_directory(model_dir) && [&] {
                               for (const auto& e : fs::directory_iterator(model_dir))
                                 if (e.path().extension() == ".pt") return true;

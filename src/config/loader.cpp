@@ -517,6 +517,20 @@ std::vector<std::string> config_keys() {
   return keys;
 }
 
+std::vector<std::string> config_settings(const Config& config_in, const std::string& prefix) {
+  Config config = config_in;  // the field table hands out non-const pointers
+  std::vector<std::string> out;
+  for (const Field& f : kFields) {
+    const std::string key = f.key;
+    if (key.rfind(prefix, 0) != 0) continue;
+    YAML::Emitter value;  // a YAML scalar, as an override's value is parsed
+    value << YAML::DoublePrecision(17);
+    std::visit([&](auto* p) { value << *p; }, f.ref(config));
+    out.push_back(key + "=" + value.c_str());
+  }
+  return out;
+}
+
 Config parse_config(const std::string& yaml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides) {
   const Source source{in_quotes(source_name), /*has_lines=*/true};

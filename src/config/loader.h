@@ -34,6 +34,10 @@ void check_training_inputs(const Config& config, const std::string& source_name)
 // gives back an equal Config.
 std::string config_to_yaml(const Config& config);
 
+// The config's values of the keys that start with `prefix`, as "key=value" overrides (values as
+// YAML scalars): given to parse_config, they set those keys to these values.
+std::vector<std::string> config_settings(const Config& config, const std::string& prefix);
+
 // All valid dotted keys (for help and suggestions).
 std::vector<std::string> config_keys();
 

@@ -21,8 +21,8 @@ struct LossResult {
 // gradient. Same values as generate() followed by log_softmax and the sum above: the peak memory of a step drops from
 // several [B, T, V] tensors to a few [chunk_rows, V] ones, and the loss touches each logit while it
 // is in cache. bf16: the three matrix products run in bfloat16 (oneDNN), the softmax in fp32.
-// 256 rows (8 MB of logits at V = 8000): training rnn256 at 1 thread peaked at 578 MiB vs 599 with
-// 1,024 rows, at the same speed ([256 x 256] x [256 x 8000] still runs at full GEMM speed).
+// 256 rows (8 MB of logits at V = 8000): a lower peak than 1,024 rows at the same speed (such a
+// product still runs at full GEMM speed).
 // hidden [B, T, H], weight [V, H], bias [V], target [B, T].
 LossResult output_layer_loss(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
                              const torch::Tensor& target, int64_t pad_id, double label_smoothing, bool bf16 = false,

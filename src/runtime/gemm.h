@@ -3,8 +3,8 @@
 // LibTorch (Debian's) multiplies fp32 matrices through the Fortran BLAS symbol sgemm_, which the
 // dynamic linker resolves to OpenBLAS. attnmt defines sgemm_ itself (runtime/gemm.cpp), so every
 // fp32 product LibTorch makes (the model's, autograd's, ATen's LSTM) comes here first, and goes
-// to oneDNN's sgemm (JIT-compiled AVX-512/AVX2 kernels) or on to OpenBLAS. Measured here, 1 thread,
-// at the shapes of an rnn256 training step: oneDNN 1.5-2.1x OpenBLAS's GFLOP/s (README "Speed").
+// to oneDNN's sgemm (JIT-compiled AVX-512/AVX2 kernels) or on to OpenBLAS: at the shapes of a
+// training step oneDNN's is the faster (docs/performance.md).
 // bf16 products do not pass through sgemm_ (LibTorch sends them to oneDNN already).
 //
 // Process-wide, like the thread count: set once per command from the config, before products run.

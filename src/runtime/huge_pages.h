@@ -2,8 +2,8 @@
 // more is madvise(MADV_HUGEPAGE)-d, so that the kernel backs it with transparent huge pages when it
 // is first touched.
 //
-// Why: on the virtual machines we measured, a 4 KiB page fault costs 12-17 us: the first touch of
-// a fresh 8 MiB block took 24-34 ms, against 0.65 ms in huge pages (README "Speed"). Beam search
+// Why: on virtual machines a 4 KiB page fault is expensive, and the first touch of a fresh block
+// costs far more than in huge pages (docs/performance.md). Beam search
 // allocates [beams x vocabulary] scores every step, and memory glibc has given back to the kernel
 // is faulted in again when it is reused, so decoding kept paying for faults. glibc's own switch for this
 // (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) must be set before the process starts; this does the
@@ -14,8 +14,7 @@
 // cheap system call. ATTNMT_HUGE_PAGES=0, or a kernel with transparent huge pages "never", keeps
 // LibTorch's allocator unchanged.
 //
-// Installed by `translate` only. Training measured slower with it (150 updates of rnn256, 2
-// threads: 2,850-3,330 vs 3,100-3,820 target tokens/s, same binary back to back).
+// Installed by `translate` only: training measured slower with it.
 #pragma once
 #include <string>
 

@@ -30,9 +30,8 @@ std::pair<torch::Tensor, torch::Tensor> lstm_cell(const torch::Tensor& gates, co
 // hand): per step the cell's derivative and d h_{t-1} = dgates_t W_hh; then the weights' gradients
 // and the input's, each one product over all S x B rows. Under bf16 autocast the products run in
 // bfloat16 (oneDNN, fp32 results; the states stay fp32). Why: at::lstm makes ~10 autograd
-// operators per step forward and ~15 backward, and a weight-gradient product per step. Measured,
-// 1 thread, the encoder's second layer at a replica's batch ([32 x 25 x 512] -> 256), forward and
-// backward: bf16 14 ms vs 20 (at::lstm under autocast), fp32 28 vs 28.
+// operators per step forward and ~15 backward, and a weight-gradient product per step (bf16 is
+// faster this way, fp32 the same; docs/performance.md).
 torch::Tensor lstm_layer(const torch::Tensor& x, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
                          const torch::Tensor& b_ih, const torch::Tensor& b_hh);
 

@@ -91,6 +91,17 @@ const std::vector<Case>& cases() {
          write(d / "c.yaml", tiny_config(d / "m", 2));
          return "train " + (d / "c.yaml").string() + " --set decode.beam_size=0"; },
        2, {"decode.beam_size must be >= 1, got 0"}},
+      // Keys a variant would ignore are refused before any data is read.
+      {"coverage on a variant without a coverage term", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         return "train " + (d / "c.yaml").string() +
+                " --set model.attention.type=local_m --set model.attention.coverage=true"; },
+       2, {"model.attention.coverage: 'local_m' has no coverage term", "bahdanau, luong_concat"}},
+      {"coverage loss without coverage", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         return "train " + (d / "c.yaml").string() +
+                " --set model.attention.type=bahdanau --set model.attention.coverage_loss=1"; },
+       2, {"model.attention.coverage_loss (1.000000) needs model.attention.coverage: true"}},
       {"unknown key, closest suggested", [](const fs::path& d) {
          write(d / "c.yaml", tiny_config(d / "m", 2) + "decode_: {}\nthread: 2\n");
          return "train " + (d / "c.yaml").string(); },

@@ -201,6 +201,18 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   r = run(args + " --train-missing");
   REQUIRE(r.status == 0);
   CHECK(r.output.find(": training") == std::string::npos);
+
+  // The config's decode.* (with --set) decides how the models are decoded, not the settings stored
+  // in them; a raised train.max_steps makes the finished runs go on.
+  r = run(args + " --train-missing --set decode.beam_size=2 --set train.max_steps=55");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(count(r.output, "training (resuming)") == 2);
+  const auto again = nlohmann::json::parse(attnmt::read_file((dir / "report" / "results.json").string()));
+  for (const auto& v : again["variants"]) {
+    CHECK(v["beam_size"].get<int>() == 2);
+    CHECK(v["steps"].get<int>() == 55);
+  }
   fs::remove_all(dir);
 }
 

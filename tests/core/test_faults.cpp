@@ -28,6 +28,19 @@ std::map<std::string, torch::Tensor> checkpoint_tensors(const fs::path& path) {
   return out;
 }
 
+// Every parameter and buffer of two checkpoints bit for bit.
+void check_same_tensors(const fs::path& a_path, const fs::path& b_path) {
+  const auto a = checkpoint_tensors(a_path);
+  const auto b = checkpoint_tensors(b_path);
+  REQUIRE(a.size() == b.size());
+  REQUIRE(a.size() > 10);
+  for (const auto& [name, t] : a) {
+    INFO(name);
+    REQUIRE(b.count(name));
+    CHECK(torch::equal(t, b.at(name)));  // bit-identical
+  }
+}
+
 bool all_finite(const fs::path& checkpoint) {
   auto m = attnmt::load_model(checkpoint.parent_path().string(), checkpoint.string(), "cpu");
   for (const auto& p : m.model->parameters()) {
@@ -56,15 +69,8 @@ TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "
   REQUIRE(second.status == 0);
   REQUIRE(second.output.find("resumed from") != std::string::npos);
 
-  const auto a = checkpoint_tensors(dir / "straight" / "ckpt.21.pt");
-  const auto b = checkpoint_tensors(dir / "resumed" / "ckpt.21.pt");
-  REQUIRE(a.size() == b.size());
-  REQUIRE(a.size() > 10);  // after 7 more updates, equal parameters need equal Adam moments too
-  for (const auto& [name, t] : a) {
-    INFO(name);
-    REQUIRE(b.count(name));
-    CHECK(torch::equal(t, b.at(name)));  // bit-identical
-  }
+  // After 7 more updates, equal parameters need equal Adam moments too.
+  check_same_tensors(dir / "straight" / "ckpt.21.pt", dir / "resumed" / "ckpt.21.pt");
   fs::remove_all(dir);
 }
 
@@ -105,14 +111,7 @@ TEST_CASE("resume is exact from a stop between validations, with the plateau sch
       CHECK(a.header().progress.learning_rate == b.header().progress.learning_rate);
       CHECK(a.header().progress.lr_bad_validations == b.header().progress.lr_bad_validations);
       CHECK(a.header().progress.best_score == b.header().progress.best_score);
-      const auto ta = checkpoint_tensors(dir / "straight" / "ckpt.60.pt");
-      const auto tb = checkpoint_tensors(dir / "resumed" / "ckpt.60.pt");
-      REQUIRE(ta.size() == tb.size());
-      for (const auto& [name, t] : ta) {
-        INFO(name);
-        REQUIRE(tb.count(name));
-        CHECK(torch::equal(t, tb.at(name)));  // bit-identical
-      }
+      check_same_tensors(dir / "straight" / "ckpt.60.pt", dir / "resumed" / "ckpt.60.pt");
       fs::remove_all(dir);
     }
   }
