@@ -1,6 +1,6 @@
 // The RNN encoder-decoder: embeddings, encoder, attentional decoder, output layer.
 // Training calls forward() / hidden_states() (teacher forcing over all steps; the output layer runs
-// once over all steps as one product). Decoding runs a DecodingSeq2Seq (for_decoding()): the same
+// once over all steps as one product). Decoding runs a DecodingSeq2Seq (below): the same
 // encoder and decoder one step at a time, on products made once in one execution mode
 // (model/product.h). Search drives it through decoding/seq2seq_step_model.h.
 #pragma once
