@@ -192,7 +192,6 @@ class Trainer {
   std::unique_ptr<Replicas> replicas_;  // train.replicas (1: the model alone)
   TrainingProgress progress_;
   std::unique_ptr<JsonLog> log_;
-  bool early_stopped_ = false;
   int64_t nonfinite_in_row_ = 0;
   // report window
   double window_loss_ = 0, window_nll_ = 0;
@@ -510,7 +509,6 @@ void Trainer::after_validation(const ValidResult& v, bool scheduled) {
   }
   if (scheduled && cfg_.train.patience > 0 && progress_.bad_validations >= cfg_.train.patience) {
     spdlog::info("[train] early stopping: no improvement in {} validations", progress_.bad_validations);
-    early_stopped_ = true;
   }
   last_validated_step_ = progress_.step;
 }
@@ -569,7 +567,7 @@ void Trainer::evaluate_test() {
 }
 
 bool Trainer::should_stop() const {
-  return early_stopped_ || reached_limit(cfg_.train, progress_).has_value();
+  return reached_limit(cfg_.train, progress_).has_value();  // train.patience included
 }
 
 // Every rank stops at the same update: rank 0's criteria (its clock, its validations) and a

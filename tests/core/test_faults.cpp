@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "checkpoints.h"
 #include "program.h"
 #include "io/model_file.h"
 #include "util/error.h"
@@ -18,28 +19,6 @@ namespace fs = std::filesystem;
 using namespace attnmt::test;
 
 namespace {
-
-// Every parameter and buffer of a checkpoint's model, by name.
-std::map<std::string, torch::Tensor> checkpoint_tensors(const fs::path& path) {
-  auto m = attnmt::load_model(path.parent_path().string(), path.string(), "cpu");
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& p : m.model->named_parameters()) out[p.key()] = p.value();
-  for (const auto& b : m.model->named_buffers()) out["buffer." + b.key()] = b.value();
-  return out;
-}
-
-// Every parameter and buffer of two checkpoints bit for bit.
-void check_same_tensors(const fs::path& a_path, const fs::path& b_path) {
-  const auto a = checkpoint_tensors(a_path);
-  const auto b = checkpoint_tensors(b_path);
-  REQUIRE(a.size() == b.size());
-  REQUIRE(a.size() > 10);
-  for (const auto& [name, t] : a) {
-    INFO(name);
-    REQUIRE(b.count(name));
-    CHECK(torch::equal(t, b.at(name)));  // bit-identical
-  }
-}
 
 bool all_finite(const fs::path& checkpoint) {
   auto m = attnmt::load_model(checkpoint.parent_path().string(), checkpoint.string(), "cpu");

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "checkpoints.h"
 #include "io/model_file.h"
 #include "program.h"
 #include "util/process.h"
@@ -51,13 +52,6 @@ std::string kill_config(const fs::path& save_dir, int max_steps) {
          "train:\n  save_dir: " + save_dir.string() + "\n  batch_size: 10\n  max_steps: " + std::to_string(max_steps) +
          "\n  learning_rate: 0.002\n  valid_every: 10\n  valid_metric: ppl\n  report_every: 10\n"
          "  keep_checkpoints: 2\nthreads: 2\n";
-}
-
-std::map<std::string, torch::Tensor> model_tensors(const fs::path& checkpoint) {
-  auto m = attnmt::load_model(checkpoint.string(), "", "cpu");
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& p : m.model->named_parameters()) out[p.key()] = p.value();
-  return out;
 }
 
 }  // namespace
@@ -131,13 +125,7 @@ TEST_CASE("SIGKILL at random moments and during saves: every run resumes, the en
   CHECK(a.header().progress.learning_rate == b.header().progress.learning_rate);
   CHECK(a.header().progress.best_score == b.header().progress.best_score);
   CHECK(a.header().progress.bad_validations == b.header().progress.bad_validations);
-  const auto ta = model_tensors(a_path), tb = model_tensors(b_path);
-  REQUIRE(ta.size() == tb.size());
-  for (const auto& [name, t] : ta) {
-    INFO(name);
-    REQUIRE(tb.count(name));
-    CHECK(torch::equal(t, tb.at(name)));
-  }
+  check_same_tensors(a_path, b_path);
   fs::remove_all(dir);
 }
 
