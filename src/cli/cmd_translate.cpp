@@ -1,13 +1,18 @@
-// attnmt translate --model MODEL [--input FILE] [--output FILE] [--set decode.key=value ...]
+// attnmt translate --model MODEL [--model MODEL2 ... [--weights W1,W2,...]] [--input FILE] [--output FILE]
+//                  [--prefix FILE] [--constraints FILE] [--scores FILE] [--set decode.key=value ...]
 //                  [--beam-size N] [--n-best N] [--batch-size N] [--workers N] [--precision fp32|bf16]
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <cstdio>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
+#include "decoding/ensemble.h"
 #include "decoding/output.h"
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/translator.h"
@@ -22,18 +27,92 @@
 
 namespace attnmt::cli {
 
+namespace {
+
+// An ensemble's members read one source and write one target vocabulary: the same tokenizer models.
+void check_same_vocabulary(const LoadedModel& first, const LoadedModel& other) {
+  const char* side = !other.tokenizers.tgt->same_vocabulary(*first.tokenizers.tgt)   ? "target"
+                     : !other.tokenizers.src->same_vocabulary(*first.tokenizers.src) ? "source"
+                                                                                      : nullptr;
+  if (side) {
+    throw InputError("--model " + other.checkpoint + ": its " + side + " vocabulary (tokenizer model) differs from " +
+                     first.checkpoint + "'s; an ensemble's models must share them");
+  }
+}
+
+// A guide file's lines, as many as the input's.
+std::vector<std::string> read_guide_lines(const std::string& flag, const std::string& path, size_t input_lines) {
+  auto lines = read_lines(path);
+  if (lines.size() != input_lines) {
+    throw InputError(flag + " " + path + ": " + std::to_string(lines.size()) + " lines, the input has " +
+                     std::to_string(input_lines));
+  }
+  return lines;
+}
+
+// --prefix FILE and --constraints FILE (tab-separated phrases) as LineGuides.
+LineGuides read_line_guides(const std::string& prefix_file, const std::string& constraints_file, size_t input_lines,
+                            const DecodeConfig& dc) {
+  LineGuides guides;
+  for (const auto& [flag, file] : {std::pair{"--prefix", &prefix_file}, std::pair{"--constraints", &constraints_file}}) {
+    if (file->empty()) continue;
+    if (dc.shortlist) throw InputError(std::string(flag) + ": not with decode.shortlist (its tokens may be outside the shortlist)");
+    if (dc.sampling && file == &constraints_file) throw InputError("--constraints: not with decode.sampling (beam or greedy search only)");
+  }
+  if (!prefix_file.empty()) guides.prefixes = read_guide_lines("--prefix", prefix_file, input_lines);
+  if (!constraints_file.empty()) {
+    for (const auto& line : read_guide_lines("--constraints", constraints_file, input_lines)) {
+      auto& phrases = guides.constraints.emplace_back();
+      for (size_t begin = 0; begin <= line.size();) {
+        const size_t tab = std::min(line.find('\t', begin), line.size());
+        if (line.find_first_not_of(' ', begin) < tab) phrases.push_back(line.substr(begin, tab - begin));
+        begin = tab + 1;
+      }
+    }
+  }
+  return guides;
+}
+
+// Says which lines' best translation misses a constraint (the maximum length cut it first).
+void warn_unmet_constraints(const std::vector<std::vector<Translation>>& results) {
+  std::string unmet;
+  size_t count = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].front().constraints_met) continue;
+    if (++count <= 10) unmet += (unmet.empty() ? "" : ", ") + std::to_string(i + 1);
+  }
+  if (count > 0) {
+    spdlog::warn("[decode] {} line(s) reached the maximum output length before every constraint: line(s) {}{}", count,
+                 unmet, count > 10 ? ", ..." : "");
+  }
+}
+
+}  // namespace
+
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
-    std::string model, checkpoint, input, output, attention_out, stats;
+    std::vector<std::string> models;
+    std::vector<double> weights;
+    std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("translate", "Translate a text file (raw text in, detokenized text out)");
-  cmd->add_option("--model", o->model, "A model file (.pt), or a save dir (its best.pt, else its newest checkpoint)")->required();
+  cmd->add_option("--model", o->models,
+                  "A model file (.pt), or a save dir (its best.pt, else its newest checkpoint); several: an ensemble")
+      ->required();
+  cmd->add_option("--weights", o->weights, "An ensemble's weights, one per --model, > 0 (default: equal)")
+      ->delimiter(',');
   cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint file (instead of --model's)");
   cmd->add_option("--input,-i", o->input, "Input file, one sentence per line (default: stdin)");
   cmd->add_option("--output,-o", o->output, "Output file (default: stdout)");
   cmd->add_option("--attention-out", o->attention_out,
                   "Write attention as JSON lines: {line, src, tgt, attention[tgt][src]}");
+  cmd->add_option("--prefix", o->prefix,
+                  "A target prefix per input line (empty line = none), forced before search goes on");
+  cmd->add_option("--constraints", o->constraints,
+                  "Phrases per input line (tab-separated; empty line = none) that every output must contain");
+  cmd->add_option("--scores", o->scores,
+                  "Write 'line<TAB>log-probability<TAB>score' per output: log P(Y|X) and its length-normalised score");
   cmd->add_option("--stats", o->stats,
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
   const auto settings = add_decode_flags(
@@ -54,22 +133,58 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
              "true | false: monotonic attention decodes hard or with the expected alignment"},
             {"--shortlist", "decode.shortlist", "true | false: score only a vocabulary shortlist per batch (the model's lexicon)"},
             {"--shortlist-first", "decode.shortlist_first", "With a shortlist: the most frequent target subwords every batch keeps"},
-            {"--shortlist-best", "decode.shortlist_best", "With a shortlist: translations kept per source subword"}});
+            {"--shortlist-best", "decode.shortlist_best", "With a shortlist: translations kept per source subword"},
+            {"--min-length", "decode.min_length", "No end of sentence before N target tokens"},
+            {"--max-length", "decode.max_length", "At most N target tokens (0 = only --max-length-ratio's limit)"},
+            {"--no-repeat-ngram-size", "decode.no_repeat_ngram_size", "No n-gram of N tokens twice in an output (0 = off)"},
+            {"--sampling", "decode.sampling", "true | false: random sampling (--n-best samples per line)"},
+            {"--temperature", "decode.temperature", "Sampling: softmax(logits / T)"},
+            {"--top-k", "decode.top_k", "Sampling: draw among the k likeliest tokens (0 = all)"},
+            {"--top-p", "decode.top_p", "Sampling: draw among the likeliest tokens whose probability reaches p"},
+            {"--seed", "decode.seed", "Sampling: the seed"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     share_one_malloc_arena();  // both before the model is loaded and the workers start
     install_huge_page_advice();
-    auto loaded = load_model(o->model, o->checkpoint, "", *settings);
+    if (o->models.size() > 1 && !o->checkpoint.empty()) throw InputError("--checkpoint: one --model only");
+    if (!o->weights.empty() && o->weights.size() != o->models.size()) {
+      throw InputError("--weights: " + std::to_string(o->weights.size()) + " weight(s) for " +
+                       std::to_string(o->models.size()) + " model(s)");
+    }
+    for (double w : o->weights) {
+      if (!(w > 0) || !std::isfinite(w)) throw InputError("--weights: " + std::to_string(w) + " is not a weight > 0");
+    }
+    std::vector<LoadedModel> members;
+    for (const auto& m : o->models) members.push_back(load_model(m, o->checkpoint, "", *settings));
+    const auto& loaded = members.front();
+    for (size_t i = 1; i < members.size(); ++i) check_same_vocabulary(loaded, members[i]);
     const auto& config = loaded.config;
     const auto& dc = config.decode;
     configure_compute(config.threads, config.gemm);
     TranslateOptions options = translate_options(dc);
     options.search.return_attention = !o->attention_out.empty();
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
-    Seq2SeqStepModel step_model(loaded.model, dc.precision, dc.packed_weights);
-    if (dc.shortlist) step_model.use_shortlist(loaded.lexicon, dc.shortlist_first, dc.shortlist_best);
+    const auto guides = read_line_guides(o->prefix, o->constraints, lines.size(), dc);
+    std::vector<std::unique_ptr<Seq2SeqStepModel>> step_models;
+    std::vector<StepModel*> pointers;
+    for (auto& m : members) {
+      // Each member decodes with its own shortlist lexicon; the settings are the first model's.
+      step_models.push_back(std::make_unique<Seq2SeqStepModel>(m.model, dc.precision, dc.packed_weights));
+      if (dc.shortlist) step_models.back()->use_shortlist(m.lexicon, dc.shortlist_first, dc.shortlist_best);
+      pointers.push_back(step_models.back().get());
+    }
+    std::unique_ptr<EnsembleStepModel> ensemble;
+    if (members.size() > 1) {
+      ensemble = std::make_unique<EnsembleStepModel>(
+          pointers, o->weights.empty() ? std::vector<double>(members.size(), 1.0) : o->weights,
+          loaded.tokenizers.tgt->vocab_size());
+      spdlog::info("[decode] an ensemble of {} models{}", members.size(),
+                   options.search.return_attention ? " (attention output: the first model's, " + loaded.checkpoint + ")" : "");
+    }
+    StepModel& step_model = ensemble ? static_cast<StepModel&>(*ensemble) : *step_models.front();
     const auto start = std::chrono::steady_clock::now();
-    auto results = translate_lines(step_model, loaded.tokenizers, lines, options);
+    auto results = translate_lines(step_model, loaded.tokenizers, lines, options, guides);
+    warn_unmet_constraints(results);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     const auto text = format_translations(results, options.search.n_best);
@@ -80,13 +195,15 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       write_file_atomic(o->output, text);
     }
     if (options.search.return_attention) write_file_atomic(o->attention_out, format_attention(results));
+    if (!o->scores.empty()) write_file_atomic(o->scores, format_scores(results));
     if (!o->stats.empty()) {
       auto j = translation_stats(results, seconds);
       j.update({{"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
                 {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
-                {"malloc", malloc_description()}, {"packed_weights", step_model.packed()},
+                {"malloc", malloc_description()}, {"packed_weights", step_models.front()->packed()},
+                {"models", members.size()},
                 {"gemm", gemm_description()}, {"shortlist", dc.shortlist},
-                {"shortlist_mean_size", step_model.mean_shortlist_size()}});
+                {"shortlist_mean_size", step_models.front()->mean_shortlist_size()}});
       write_file_atomic(o->stats, j.dump() + "\n");
     }
   });

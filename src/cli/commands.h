@@ -22,5 +22,6 @@ void add_align_command(CLI::App& app, const GlobalOptions& global);
 void add_plot_command(CLI::App& app, const GlobalOptions& global);
 void add_compare_command(CLI::App& app, const GlobalOptions& global);
 void add_lexicon_command(CLI::App& app, const GlobalOptions& global);
+void add_average_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnmt::cli

@@ -36,6 +36,7 @@ int run(int argc, char** argv) {
   cli::add_plot_command(app, global);
   cli::add_compare_command(app, global);
   cli::add_lexicon_command(app, global);
+  cli::add_average_command(app, global);
 
   try {
     app.parse(argc, argv);

@@ -22,8 +22,10 @@ struct DataConfig {
 };
 
 struct TokenizerConfig {
-  std::string type = "sentencepiece";  // only "sentencepiece" for now
-  std::string model_type = "bpe";      // bpe | unigram
+  // sentencepiece: subword models trained on data.train (raw text in, raw text out);
+  // none: the text is already tokenized, a token is a run of non-spaces (data/word_vocab.h)
+  std::string type = "sentencepiece";
+  std::string model_type = "bpe";      // bpe | unigram (sentencepiece)
   int vocab_size = 8000;               // per model (one shared model, or one per side)
   bool shared = true;                  // one model trained on both sides, or one per side
   double character_coverage = 1.0;     // SentencePiece --character_coverage
@@ -109,6 +111,18 @@ struct DecodeConfig {
   bool shortlist = false;
   int shortlist_first = 100;
   int shortlist_best = 50;
+  // Rules every search (greedy, beam, sampling) follows:
+  int min_length = 0;             // no end of sentence before this many target tokens (0 = off)
+  int max_length = 0;             // at most this many target tokens, besides max_length_ratio (0 = no cap)
+  int no_repeat_ngram_size = 0;   // no n-gram of this size twice in a hypothesis (0 = off)
+  // Random sampling instead of greedy/beam search: n_best samples per sentence, each token drawn
+  // from softmax(logits / temperature) cut to the top_k likeliest (0 = all) and then to the
+  // smallest set whose probability reaches top_p; reproducible for a seed, whatever the batching.
+  bool sampling = false;
+  double temperature = 1.0;
+  int top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 1;
 };
 
 // Data-parallel training (attnmt train --nproc N | --distributed): see train/distributed.h.

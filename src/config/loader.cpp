@@ -119,6 +119,14 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.shortlist),
     ATTNMT_FIELD(decode.shortlist_first),
     ATTNMT_FIELD(decode.shortlist_best),
+    ATTNMT_FIELD(decode.min_length),
+    ATTNMT_FIELD(decode.max_length),
+    ATTNMT_FIELD(decode.no_repeat_ngram_size),
+    ATTNMT_FIELD(decode.sampling),
+    ATTNMT_FIELD(decode.temperature),
+    ATTNMT_FIELD(decode.top_k),
+    ATTNMT_FIELD(decode.top_p),
+    ATTNMT_FIELD(decode.seed),
 
     ATTNMT_FIELD(distributed.backend),
     ATTNMT_FIELD(distributed.timeout),
@@ -606,7 +614,7 @@ void validate_config(const Config& c) {
   check_int(c.data.max_length > 0, "data.max_length", "> 0", c.data.max_length);
 
   const TokenizerConfig& tok = c.tokenizer;
-  check_one_of(tok.type, "tokenizer.type", {"sentencepiece"});
+  check_one_of(tok.type, "tokenizer.type", {"sentencepiece", "none"});
   check_one_of(tok.model_type, "tokenizer.model_type", {"bpe", "unigram"});
   // SentencePiece reserves <unk>, <s>, </s>, <pad>: fewer pieces leave nothing to learn.
   check_int(tok.vocab_size >= 8, "tokenizer.vocab_size", ">= 8", tok.vocab_size);
@@ -681,8 +689,22 @@ void validate_config(const Config& c) {
   check_int(d.batch_size >= 1, "decode.batch_size", ">= 1", d.batch_size);
   check_int(d.shortlist_first >= 0, "decode.shortlist_first", ">= 0", d.shortlist_first);
   check_int(d.shortlist_best >= 0, "decode.shortlist_best", ">= 0", d.shortlist_best);
-  check_int(d.n_best >= 1 && d.n_best <= d.beam_size, "decode.n_best",
-            ("in [1, decode.beam_size=" + std::to_string(d.beam_size) + "]").c_str(), d.n_best);
+  if (d.sampling) {  // n_best samples, not beams
+    check_int(d.n_best >= 1, "decode.n_best", ">= 1", d.n_best);
+  } else {
+    check_int(d.n_best >= 1 && d.n_best <= d.beam_size, "decode.n_best",
+              ("in [1, decode.beam_size=" + std::to_string(d.beam_size) + "]").c_str(), d.n_best);
+  }
+  check_int(d.min_length >= 0, "decode.min_length", ">= 0", d.min_length);
+  check_int(d.max_length >= 0, "decode.max_length", ">= 0 (0 = no cap)", d.max_length);
+  if (d.max_length > 0) {
+    check_int(d.min_length <= d.max_length, "decode.min_length",
+              ("<= decode.max_length=" + std::to_string(d.max_length)).c_str(), d.min_length);
+  }
+  check_int(d.no_repeat_ngram_size >= 0, "decode.no_repeat_ngram_size", ">= 0 (0 = off)", d.no_repeat_ngram_size);
+  check_double(d.temperature > 0 && std::isfinite(d.temperature), "decode.temperature", "> 0", d.temperature);
+  check_int(d.top_k >= 0, "decode.top_k", ">= 0 (0 = all)", d.top_k);
+  check_double(d.top_p > 0 && d.top_p <= 1, "decode.top_p", "in (0, 1]", d.top_p);
 
   const DistributedConfig& dist = c.distributed;
   check_one_of(dist.backend, "distributed.backend", {"auto", "gloo", "nccl"});

@@ -1,5 +1,6 @@
-// The SentencePiece backend behind a virtual interface, built as a separate module
-// (libattnmt_spm.so) and loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND) by tokenizer.cpp.
+// A tokenizer's backend behind a virtual interface: SentencePiece's, built as a separate module
+// (libattnmt_spm.so) and loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND) by tokenizer.cpp, and the
+// pre-tokenized text's word vocabulary (data/word_vocab.h, tokenizer.type: none).
 // Why: Debian's libsentencepiece embeds and exports its own protobuf-lite 3.14, while LibTorch
 // loads libprotobuf 3.21; in one global symbol scope each library binds to the other's protobuf
 // and the process crashes at start-up. Loaded locally with deep binding, SentencePiece keeps its
@@ -10,14 +11,19 @@
 #include <utility>
 #include <vector>
 
+#include "config/config.h"
+
 namespace attnmt {
 
-class SpmBackend {
+class TokenizerBackend {
  public:
-  virtual ~SpmBackend() = default;
+  virtual ~TokenizerBackend() = default;
   // Empty string on success, else the error message.
   virtual std::string load(const std::string& model_path) = 0;
-  virtual std::string train(const std::string& args, const std::vector<std::string>& sentences) = 0;
+  // Trains a model on `sentences` (config's vocab_size and the backend's own keys) and writes
+  // <model_prefix>.model and .vocab. Empty string on success, else the error message.
+  virtual std::string train(const std::string& model_prefix, const TokenizerConfig& config,
+                            const std::vector<std::string>& sentences) = 0;
   virtual void encode(std::string_view text, std::vector<int>* ids) const = 0;
   virtual void encode_pieces(std::string_view text, std::vector<std::string>* pieces) const = 0;
   // ids and, per piece, the byte range [begin, end) of `text` it stands for (SentencePiece's
@@ -35,4 +41,4 @@ class SpmBackend {
 }  // namespace attnmt
 
 // The module's one exported symbol: a new backend (delete it with `delete`).
-extern "C" attnmt::SpmBackend* attnmt_spm_create();
+extern "C" attnmt::TokenizerBackend* attnmt_spm_create();

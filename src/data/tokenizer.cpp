@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "data/corpus.h"
 #include "data/spm_backend.h"
+#include "data/word_vocab.h"
 #include "util/error.h"
 #include "util/process.h"
 #include "util/logging.h"
@@ -29,7 +31,7 @@ std::string executable_dir() {
 
 // Loads libattnmt_spm.so once: $ATTNMT_SPM_PLUGIN, next to the executable, its parent (tests
 // live in build/tests), or the build directory it was compiled in.
-using CreateFn = SpmBackend* (*)();
+using CreateFn = TokenizerBackend* (*)();
 // AddressSanitizer refuses RTLD_DEEPBIND. Sanitized builds (scripts/fuzz.sh, scripts/sanitize.sh)
 // load the module without it: fine in processes without LibTorch (the fuzzers), while sanitized
 // LibTorch processes must not load SentencePiece (sanitize.sh leaves those tests out).
@@ -71,16 +73,34 @@ CreateFn spm_factory() {
   return create;
 }
 
-std::unique_ptr<SpmBackend> new_backend() { return std::unique_ptr<SpmBackend>(spm_factory()()); }
+// tokenizer.type's backend.
+std::unique_ptr<TokenizerBackend> new_backend(const std::string& type) {
+  if (type == "none") return std::make_unique<WordVocab>();
+  return std::unique_ptr<TokenizerBackend>(spm_factory()());
+}
+
+// The backend that reads a model starting with `head`.
+std::unique_ptr<TokenizerBackend> backend_for(const std::string& head) {
+  return new_backend(WordVocab::is_word_vocab(head) ? "none" : "sentencepiece");
+}
+
+std::string file_head(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
 
 }  // namespace
 
 struct Tokenizer::Impl {
-  std::unique_ptr<SpmBackend> processor = new_backend();
+  std::unique_ptr<TokenizerBackend> processor;
 };
 
 Tokenizer::Tokenizer(const std::string& model_path) : impl_(std::make_unique<Impl>()), model_path_(model_path) {
   if (!fs::exists(model_path)) throw InputError("tokenizer model '" + model_path + "' does not exist");
+  impl_->processor = backend_for(file_head(model_path));
   if (auto error = impl_->processor->load(model_path); !error.empty()) {
     throw InputError("tokenizer model '" + model_path + "' cannot be loaded: " + error);
   }
@@ -89,6 +109,7 @@ Tokenizer::Tokenizer(const std::string& model_path) : impl_(std::make_unique<Imp
 Tokenizer Tokenizer::from_bytes(const std::string& bytes, const std::string& name) {
   Tokenizer t;
   t.impl_ = std::make_unique<Impl>();
+  t.impl_->processor = backend_for(bytes);
   t.model_path_ = name;
   if (auto error = t.impl_->processor->load_serialized(bytes); !error.empty()) {
     throw InputError("tokenizer model in " + name + " cannot be loaded: " + error);
@@ -106,15 +127,9 @@ void Tokenizer::train(const std::vector<std::string>& sentences, const std::stri
   for (const auto& s : sentences)
     if (!s.empty()) nonempty.push_back(s);
   if (nonempty.empty()) throw InputError("cannot train a tokenizer: no non-empty sentences");
-  const std::string args = "--model_prefix=" + model_prefix + " --model_type=" + config.model_type +
-                           " --vocab_size=" + std::to_string(config.vocab_size) +
-                           " --character_coverage=" + std::to_string(config.character_coverage) +
-                           " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --hard_vocab_limit=false" +
-                           " --input_sentence_size=0" +
-                           " --shuffle_input_sentence=false --num_threads=2 --minloglevel=2";
-  (void)seed;  // SentencePiece 0.1.97 has no seed option; with shuffling off, BPE training is deterministic
-  if (auto error = new_backend()->train(args, nonempty); !error.empty()) {
-    throw RuntimeError("SentencePiece training failed: " + error);
+  (void)seed;  // neither backend draws at random (see the SentencePiece module)
+  if (auto error = new_backend(config.type)->train(model_prefix, config, nonempty); !error.empty()) {
+    throw RuntimeError("tokenizer training (" + config.type + ") failed: " + error);
   }
 }
 
@@ -149,7 +164,18 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
 
 std::string Tokenizer::piece(int id) const { return impl_->processor->id_to_piece(id); }
 int Tokenizer::vocab_size() const { return impl_->processor->piece_size(); }
+std::string Tokenizer::type() const {
+  return dynamic_cast<const WordVocab*>(impl_->processor.get()) ? "none" : "sentencepiece";
+}
 std::string Tokenizer::serialized() const { return impl_->processor->serialized(); }
+
+bool Tokenizer::same_vocabulary(const Tokenizer& other) const {
+  if (type() != other.type() || vocab_size() != other.vocab_size()) return false;
+  for (int id = 0; id < vocab_size(); ++id) {
+    if (piece(id) != other.piece(id)) return false;
+  }
+  return true;
+}
 
 Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
                                     const ParallelText* train_text, uint64_t seed) {
@@ -159,7 +185,14 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
   auto path = [&](const std::string& name) { return (fs::path(save_dir) / name).string(); };
   auto ensure = [&](const std::string& prefix, const std::vector<const std::vector<std::string>*>& sides) {
     const auto model = path(prefix + ".model");
-    if (fs::exists(model)) return std::make_shared<Tokenizer>(model);
+    if (fs::exists(model)) {
+      auto tok = std::make_shared<Tokenizer>(model);
+      if (tok->type() != config.type) {
+        throw InputError("tokenizer model '" + model + "' is of tokenizer.type " + tok->type() + ", the config says " +
+                         config.type + ": choose another train.save_dir or remove the model");
+      }
+      return tok;
+    }
     if (!train_text) throw InputError("no tokenizer model in '" + save_dir + "' (expected '" + model + "')");
     std::vector<std::string> all;
     for (const auto* side : sides) all.insert(all.end(), side->begin(), side->end());
@@ -172,7 +205,9 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
     fs::rename(temp + ".model", model, ec);
     if (ec) throw RuntimeError("cannot write '" + model + "': " + ec.message());
     auto tok = std::make_shared<Tokenizer>(model);
-    spdlog::info("[data] trained SentencePiece {} model, {} pieces, on {} lines in {:.1f}s -> {}", config.model_type,
+    const auto kind = config.type == "none" ? std::string("word vocabulary (tokenizer.type none)")
+                                            : "SentencePiece " + config.model_type + " model";
+    spdlog::info("[data] trained {}, {} pieces, on {} lines in {:.1f}s -> {}", kind,
                  tok->vocab_size(), all.size(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), model);
     return tok;

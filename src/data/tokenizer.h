@@ -1,5 +1,7 @@
-// SentencePiece front end. The processor is hidden behind this class (pimpl) so that only
-// tokenizer.cpp includes SentencePiece. Every model attnmt trains uses the same special ids.
+// The front end: SentencePiece subword models (tokenizer.type: sentencepiece), or the word
+// vocabulary of text that is already tokenized (tokenizer.type: none, data/word_vocab.h). The
+// backend is hidden behind this class (pimpl) so that only the SentencePiece module includes
+// SentencePiece. Every model attnmt trains uses the same special ids.
 #pragma once
 #include <memory>
 #include <string>
@@ -27,8 +29,8 @@ class Tokenizer {
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
 
-  // Trains a model on `sentences` and writes `<model_prefix>.model` / `.vocab`.
-  // Uses config.model_type, vocab_size, character_coverage; pad/unk/bos/eos = 0/1/2/3.
+  // Trains a model of config.type on `sentences` and writes `<model_prefix>.model` / `.vocab`.
+  // SentencePiece uses config.model_type, vocab_size, character_coverage; pad/unk/bos/eos = 0/1/2/3.
   // If the data cannot support vocab_size, SentencePiece's hard limit is lifted
   // (hard_vocab_limit=false) rather than failing.
   static void train(const std::vector<std::string>& sentences, const std::string& model_prefix,
@@ -46,8 +48,13 @@ class Tokenizer {
   std::string decode(const std::vector<int>& ids) const;       // special ids are dropped
   std::string piece(int id) const;
   int vocab_size() const;
+  // The tokenizer.type this model is: "sentencepiece" or "none".
+  std::string type() const;
   const std::string& model_path() const { return model_path_; }
   std::string serialized() const;  // the model file's bytes (stored inside model files)
+  // The same pieces under the same ids (two trainings on one text store different file bytes:
+  // SentencePiece keeps its training options, paths included, in the model).
+  bool same_vocabulary(const Tokenizer& other) const;
 
  private:
   Tokenizer() = default;

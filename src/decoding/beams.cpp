@@ -39,4 +39,13 @@ Hypothesis Beams::finish(int64_t row, double log_prob, std::optional<int64_t> la
   return h;
 }
 
+std::vector<int64_t> Beams::tokens(int64_t row) const {
+  std::vector<int64_t> out(steps_.size());
+  for (size_t s = steps_.size(); s-- > 0;) {
+    out[s] = steps_[s].token[static_cast<size_t>(row)];
+    row = steps_[s].parent[static_cast<size_t>(row)];
+  }
+  return out;
+}
+
 }  // namespace attnmt

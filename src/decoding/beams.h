@@ -33,6 +33,9 @@ class Beams {
   Hypothesis finish(int64_t row, double log_prob, std::optional<int64_t> last_token,
                     std::vector<float> last_attention) const;
 
+  // The tokens of current row `row` so far (O(steps)).
+  std::vector<int64_t> tokens(int64_t row) const;
+
  private:
   struct Step {
     std::vector<int64_t> parent;  // [rows of this step] -> row of the previous step

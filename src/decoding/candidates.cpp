@@ -98,7 +98,8 @@ std::vector<double> log_normalizers(const torch::Tensor& logits) {
   return out;
 }
 
-Candidates best_candidates(const torch::Tensor& logits, const std::vector<double>& base, int64_t K, int64_t C) {
+Candidates best_candidates(const torch::Tensor& logits, const std::vector<double>& base, int64_t K, int64_t C,
+                           bool log_probs) {
   const int64_t rows = logits.size(0), V = logits.size(1), A = rows / K;
   TORCH_CHECK(rows == A * K && static_cast<int64_t>(base.size()) == rows, "best_candidates: ", rows,
               " rows for beams of ", K, " and ", base.size(), " running scores");
@@ -108,7 +109,7 @@ Candidates best_candidates(const torch::Tensor& logits, const std::vector<double
   out.ids.resize(A * C);
   if (!fast_path(logits)) {
     auto b = torch::tensor(base, torch::kDouble).to(logits.device(), logits.scalar_type()).unsqueeze(1);
-    auto cand = logits.log_softmax(-1).add_(b).view({A, K * V});
+    auto cand = (log_probs ? logits.clone() : logits.log_softmax(-1)).add_(b).view({A, K * V});
     auto [top_scores, top_ids] = cand.topk(std::min(C, K * V), 1);
     auto ts = top_scores.to(torch::kCPU, torch::kDouble).contiguous();
     auto ti = top_ids.to(torch::kCPU, torch::kLong).contiguous();
@@ -130,7 +131,7 @@ Candidates best_candidates(const torch::Tensor& logits, const std::vector<double
         const int64_t row = a * K + k;
         if (base[row] == kNegInf) continue;  // a dead beam
         const float* r = p + row * V;
-        const double offset = base[row] - log_normalizer(r, V);
+        const double offset = base[row] - (log_probs ? 0.0 : log_normalizer(r, V));
         for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
           const int64_t n = std::min(kBlock, V - b0);
           if (top.full() && !(static_cast<double>(max_of(r + b0, n)) + offset > top.threshold())) continue;

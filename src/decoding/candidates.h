@@ -28,6 +28,8 @@ struct Candidates {
 // For each sentence a (rows a*K .. a*K + K-1 of logits [A * K, V]) the C best of
 // base[row] + log_softmax(logits)[row, v] over its K rows and V words. Rows whose base is -inf
 // (dead beams) give no candidate; fewer than C candidates are padded with -inf.
-Candidates best_candidates(const torch::Tensor& logits, const std::vector<double>& base, int64_t K, int64_t C);
+// log_probs: the rows are log-probabilities already (no log_softmax; see StepResult::log_probs).
+Candidates best_candidates(const torch::Tensor& logits, const std::vector<double>& base, int64_t K, int64_t C,
+                           bool log_probs = false);
 
 }  // namespace attnmt

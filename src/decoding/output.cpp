@@ -16,6 +16,15 @@ std::string format_translations(const std::vector<std::vector<Translation>>& res
   return out.str();
 }
 
+std::string format_scores(const std::vector<std::vector<Translation>>& results) {
+  std::ostringstream out;
+  out.precision(9);
+  for (size_t i = 0; i < results.size(); ++i) {
+    for (const auto& t : results[i]) out << i << '\t' << t.log_prob << '\t' << t.score << '\n';
+  }
+  return out.str();
+}
+
 std::string format_attention(const std::vector<std::vector<Translation>>& results) {
   std::string out;
   for (size_t i = 0; i < results.size(); ++i) {

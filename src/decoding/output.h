@@ -14,6 +14,9 @@ namespace attnmt {
 // One line per input line (n_best == 1), else every hypothesis as "i ||| text ||| score".
 std::string format_translations(const std::vector<std::vector<Translation>>& results, int n_best);
 
+// Per hypothesis written (as format_translations writes them): "i<TAB>log P(Y|X)<TAB>score".
+std::string format_scores(const std::vector<std::vector<Translation>>& results);
+
 // One JSON object per input line: {line, src, tgt, attention[tgt][src], translation} of its best.
 std::string format_attention(const std::vector<std::vector<Translation>>& results);
 

@@ -7,6 +7,9 @@
 
 #include "decoding/beams.h"
 #include "decoding/candidates.h"
+#include "decoding/constraints.h"
+#include "decoding/search_parts.h"
+#include "decoding/token_rules.h"
 
 namespace attnmt {
 
@@ -14,35 +17,14 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-std::vector<int64_t> to_vector(const torch::Tensor& t) {
-  auto c = t.to(torch::kCPU, torch::kLong).contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
-
-torch::Tensor index_tensor(const std::vector<int64_t>& v, torch::Device device) {
-  return torch::tensor(v, torch::kLong).to(device);
-}
-
-// Rows of a CPU float tensor [N, S] as vectors, cut to the sentence's real length.
-std::vector<float> attention_row(const torch::Tensor& att_cpu, int64_t row, int64_t length) {
-  auto r = att_cpu[row];
-  const float* p = r.data_ptr<float>();
-  return {p, p + length};
-}
-
-// floor(ratio * source length) + 5, bounded so that no ratio overflows the cast.
-int64_t max_target_length(int64_t src_len, double ratio) {
-  constexpr double kLimit = 1 << 20;
-  return static_cast<int64_t>(std::min(std::floor(ratio * static_cast<double>(src_len)), kLimit)) + 5;
-}
-
-// GNMT coverage penalty of one hypothesis from its attention sums over real source positions.
-double coverage_score(const torch::Tensor& coverage_row, double beta) {
-  auto cov = coverage_row.clamp(1e-20, 1.0);
-  return beta * cov.log().sum().item<double>();
-}
-
 }  // namespace
+
+int64_t max_target_length(int64_t src_len, const SearchOptions& options) {
+  constexpr double kLimit = 1 << 20;  // bounded so that no ratio overflows the cast
+  const auto by_ratio =
+      static_cast<int64_t>(std::min(std::floor(options.max_length_ratio * static_cast<double>(src_len)), kLimit)) + 5;
+  return options.max_length > 0 ? std::min<int64_t>(by_ratio, options.max_length) : by_ratio;
+}
 
 double gnmt_length_penalty(int64_t length, double alpha) {
   if (alpha == 0.0) return 1.0;
@@ -50,15 +32,22 @@ double gnmt_length_penalty(int64_t length, double alpha) {
 }
 
 std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,
-                                            const torch::Tensor& lengths, const SearchOptions& options) {
-  if (options.beam_size == 1 && options.n_best == 1 && options.coverage_penalty == 0.0) {
-    return greedy_search(model, src, lengths, options);
+                                            const torch::Tensor& lengths, const SearchOptions& options,
+                                            const Guides& guides) {
+  if (options.sampling) {
+    TORCH_CHECK(!has_constraints(guides), "search: constraints need beam or greedy search, not sampling");
+    return sampling_search(model, src, lengths, options, guides);
   }
-  return beam_search(model, src, lengths, options);
+  if (has_constraints(guides)) return search_with_constraints(model, src, lengths, options, guides);
+  if (options.beam_size == 1 && options.n_best == 1 && options.coverage_penalty == 0.0) {
+    return greedy_search(model, src, lengths, options, guides);
+  }
+  return beam_search(model, src, lengths, options, guides);
 }
 
 std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch::Tensor& src,
-                                                   const torch::Tensor& lengths, const SearchOptions& options) {
+                                                   const torch::Tensor& lengths, const SearchOptions& options,
+                                                   const Guides& guides) {
   const auto device = model.device();
   const int64_t B = src.size(0);
   const auto src_len = to_vector(lengths);
@@ -66,13 +55,22 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
   std::vector<int64_t> active(B);  // row -> sentence
   for (int64_t b = 0; b < B; ++b) active[b] = b;
   auto state = model.start(src, lengths);
+  const TokenRules rules(options, guides, model.eos_id());
   auto prev = torch::full({B}, model.bos_id(), torch::dtype(torch::kLong).device(device));
   for (int64_t t = 0; !active.empty(); ++t) {
     auto r = model.step(prev, *state, options.return_attention);
-    auto [best_logit, best_tok] = r.logits.max(-1);
+    const bool ruled = rules.active(t);
+    torch::Tensor scores = r.logits;
+    if (ruled) {
+      scores = ruled_log_probs(r);
+      rules.apply(scores, t, active, [&](int64_t row) { return hyps[active[row]].tokens; },
+                  r.vocabulary.defined() ? r.vocabulary.data_ptr<int64_t>() : nullptr);
+    }
+    auto [best_logit, best_tok] = scores.max(-1);
+    best_tok = best_tok.to(device);
     if (r.vocabulary.defined()) best_tok = r.vocabulary.index_select(0, best_tok.cpu()).to(device);
     auto best = best_logit.to(torch::kCPU, torch::kDouble).contiguous();
-    const auto log_z = log_normalizers(r.logits);
+    const auto log_z = ruled || r.log_probs ? std::vector<double>(active.size(), 0.0) : log_normalizers(r.logits);
     auto tok = to_vector(best_tok);
     torch::Tensor att = options.return_attention ? r.attention.to(torch::kCPU, torch::kFloat).contiguous()
                                                  : torch::Tensor();
@@ -80,11 +78,17 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
     for (size_t row = 0; row < active.size(); ++row) {
       const int64_t b = active[row];
       auto& h = hyps[b];
-      h.log_prob += best.data_ptr<double>()[row] - log_z[row];
+      const double best_score = best.data_ptr<double>()[row];
+      if (best_score == kNegInf) {  // every token barred: the hypothesis ends here, cut
+        h.finished = false;
+        h.score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
+        continue;
+      }
+      h.log_prob += best_score - log_z[row];
       if (att.defined()) h.attention.push_back(attention_row(att, row, src_len[b]));
       const bool eos = tok[row] == model.eos_id();
       if (!eos) h.tokens.push_back(tok[row]);
-      if (eos || t + 1 >= max_target_length(src_len[b], options.max_length_ratio)) {
+      if (eos || t + 1 >= max_target_length(src_len[b], options)) {
         h.finished = eos;
         h.score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
       } else {
@@ -106,55 +110,54 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::Tensor& src,
-                                                 const torch::Tensor& lengths, const SearchOptions& options) {
+                                                 const torch::Tensor& lengths, const SearchOptions& options,
+                                                 const Guides& guides) {
   const auto device = model.device();
   const int64_t B = src.size(0);
   const int64_t K = options.beam_size;
-  const bool want_att = options.return_attention || options.coverage_penalty != 0.0;
   const auto src_len = to_vector(lengths);
+  AttentionTrack attention(options, src_len);
 
   // Live beams: row a*K + k belongs to sentence active[a].
   std::vector<int64_t> active(B);
   for (int64_t b = 0; b < B; ++b) active[b] = b;
   auto state = model.start(src, lengths);
-  {
-    std::vector<int64_t> expand;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t k = 0; k < K; ++k) expand.push_back(b);
-    state->expand_beams(index_tensor(expand, device), K);
-  }
+  expand_to_beams(*state, B, K, device);
   std::vector<double> initial(B * K, kNegInf);
   for (int64_t b = 0; b < B; ++b) initial[b * K] = 0.0;  // only one live beam at t = 0
   Beams beams(std::move(initial), options.return_attention);
-  torch::Tensor coverage;  // [rows, S] CPU float: the sum of each row's attention (coverage penalty)
   std::vector<std::vector<Hypothesis>> finished(B);
 
+  const TokenRules rules(options, guides, model.eos_id());
   auto prev = torch::full({B * K}, model.bos_id(), torch::dtype(torch::kLong).device(device));
   for (int64_t t = 0; !active.empty(); ++t) {
     const int64_t A = static_cast<int64_t>(active.size());
-    auto r = model.step(prev, *state, want_att);
+    auto r = model.step(prev, *state, attention.wanted());
     const int64_t V = r.logits.size(1);
     const int64_t* vocabulary = r.vocabulary.defined() ? r.vocabulary.data_ptr<int64_t>() : nullptr;
     auto word = [&](int64_t column) { return vocabulary ? vocabulary[column] : column; };
-    const auto candidates = best_candidates(r.logits, beams.scores(), K, std::min<int64_t>(2 * K, K * V));
+    const bool ruled = rules.active(t);
+    torch::Tensor scores = r.logits;
+    std::vector<char> all_barred;  // per row, with the rules: no token left to extend it by
+    if (ruled) {
+      scores = ruled_log_probs(r);
+      std::vector<int64_t> sentence(static_cast<size_t>(A * K));
+      for (int64_t row = 0; row < A * K; ++row) sentence[static_cast<size_t>(row)] = active[static_cast<size_t>(row / K)];
+      rules.apply(scores, t, sentence, [&](int64_t row) { return beams.tokens(row); }, vocabulary);
+      const auto row_max = std::get<0>(scores.max(-1)).contiguous();
+      all_barred.resize(static_cast<size_t>(A * K));
+      for (int64_t row = 0; row < A * K; ++row) all_barred[static_cast<size_t>(row)] = row_max.data_ptr<float>()[row] == -std::numeric_limits<float>::infinity();
+    }
+    const auto candidates =
+        best_candidates(scores, beams.scores(), K, std::min<int64_t>(2 * K, K * V), ruled || r.log_probs);
     const int64_t C = candidates.per_sentence;
     auto candidate_score = [&](int64_t a, int64_t j) { return candidates.scores[a * C + j]; };
     auto candidate_row = [&](int64_t a, int64_t j) { return a * K + candidates.ids[a * C + j] / V; };
     auto candidate_token = [&](int64_t a, int64_t j) { return word(candidates.ids[a * C + j] % V); };
-    torch::Tensor att;
-    if (want_att) {
-      att = r.attention.to(torch::kCPU, torch::kFloat).contiguous();
-      coverage = coverage.defined() ? coverage + att : att.clone();
-    }
-    auto attention_of = [&](int64_t row, int64_t b) {
-      return options.return_attention ? attention_row(att, row, src_len[b]) : std::vector<float>();
-    };
+    attention.add_step(r.attention);
     auto finish = [&](int64_t b, int64_t row, double log_prob, std::optional<int64_t> last_token) {
-      Hypothesis h = beams.finish(row, log_prob, last_token, attention_of(row, b));
-      h.score = log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
-      if (options.coverage_penalty != 0.0) {
-        h.score += coverage_score(coverage[row].slice(0, 0, src_len[b]), options.coverage_penalty);
-      }
+      Hypothesis h = beams.finish(row, log_prob, last_token, attention.row(row, b));
+      h.score = attention.score(h, row, b);
       finished[b].push_back(std::move(h));
     };
 
@@ -163,7 +166,16 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
     std::vector<std::vector<float>> next_att;
     for (int64_t a = 0; a < A; ++a) {
       const int64_t b = active[a];
-      const bool at_max = t + 1 >= max_target_length(src_len[b], options.max_length_ratio);
+      const bool at_max = t + 1 >= max_target_length(src_len[b], options);
+      if (!all_barred.empty()) {  // a live beam that every rule bars ends here, cut, rather than take a barred token
+        for (int64_t k = 0; k < K; ++k) {
+          const int64_t row = a * K + k;
+          if (all_barred[static_cast<size_t>(row)] && beams.scores()[static_cast<size_t>(row)] != kNegInf) {
+            finish(b, row, beams.scores()[static_cast<size_t>(row)], std::nullopt);
+            finished[b].back().finished = false;
+          }
+        }
+      }
       std::vector<int64_t> live;  // candidate indices kept alive
       for (int64_t j = 0; j < C && static_cast<int64_t>(live.size()) < K; ++j) {
         const double s = candidate_score(a, j);
@@ -187,7 +199,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
           next_rows.push_back(row);
           next_tokens.push_back(candidate_token(a, live[k]));
           next_scores.push_back(candidate_score(a, live[k]));
-          next_att.push_back(attention_of(row, b));
+          next_att.push_back(attention.row(row, b));
         } else {  // fewer than K live candidates: a dead beam that can never win
           next_rows.push_back(a * K);
           next_tokens.push_back(model.eos_id());
@@ -205,7 +217,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
     } else {
       state->index_select(index);
     }
-    if (coverage.defined()) coverage = coverage.index_select(0, torch::tensor(next_rows, torch::kLong));
+    attention.select_rows(next_rows);
     beams.advance(next_rows, next_tokens, std::move(next_scores), std::move(next_att));
     prev = index_tensor(next_tokens, device);
   }

@@ -6,6 +6,9 @@
 // and by score once finished; a sentence is done when it has beam_size finished hypotheses or
 // reaches its maximum length (then its live beams are finished as they are). Finished sentences
 // leave the batch, so the batch shrinks as decoding proceeds.
+// Sampling draws each token from the step's (tempered, top-k/top-p cut) distribution instead.
+// With constraints (a phrase list per sentence), beam search allocates its beam dynamically
+// (constraints.h). All follow the token rules (token_rules.h): min_length, no_repeat_ngram_size, a prefix.
 #pragma once
 #include <torch/torch.h>
 
@@ -20,8 +23,24 @@ struct SearchOptions {
   double length_penalty = 0.6;    // GNMT alpha; 0 = raw log-probability
   double coverage_penalty = 0.0;  // GNMT beta; 0 = off
   double max_length_ratio = 2.0;  // max target tokens = floor(ratio * source tokens) + 5
-  int n_best = 1;
+  int n_best = 1;                 // hypotheses returned per sentence (sampling: samples drawn)
   bool return_attention = false;
+  int min_length = 0;             // no eos before this many target tokens
+  int max_length = 0;             // at most this many target tokens (0 = only the ratio's limit)
+  int no_repeat_ngram_size = 0;   // 0 = off
+  bool sampling = false;
+  double temperature = 1.0;
+  int top_k = 0;                  // 0 = all
+  double top_p = 1.0;
+  uint64_t seed = 1;
+};
+
+// What search is given for each sentence of a batch besides its source.
+struct SentenceGuide {
+  std::vector<int64_t> prefix;  // target tokens forced first, then search goes on (no eos)
+  // Phrases every output must contain (lexically constrained decoding, constraints.h).
+  std::vector<std::vector<int64_t>> constraints;
+  uint64_t id = 0;              // the sentence's number in its input: seeds its samples
 };
 
 struct Hypothesis {
@@ -30,16 +49,31 @@ struct Hypothesis {
   double log_prob = 0;          // log P(Y|X), eos included
   bool finished = true;         // false when cut at the maximum length
   std::vector<std::vector<float>> attention;  // [|tokens| + eos?][source length], if requested
+  bool constraints_met = true;  // every constraint of its sentence is in tokens
 };
 
-// src [B, S] int64 on the model's device, lengths [B] int64. Returns B n-best lists, best first.
+// src [B, S] int64 on the model's device, lengths [B] int64; guides: empty, or one per sentence.
+// Returns B n-best lists, best first.
+using Guides = std::vector<SentenceGuide>;
 std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch::Tensor& src,
-                                                   const torch::Tensor& lengths, const SearchOptions& options);
+                                                   const torch::Tensor& lengths, const SearchOptions& options,
+                                                   const Guides& guides = {});
 std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::Tensor& src,
-                                                 const torch::Tensor& lengths, const SearchOptions& options);
+                                                 const torch::Tensor& lengths, const SearchOptions& options,
+                                                 const Guides& guides = {});
+// n_best samples per sentence (decoding/sampling.cpp).
+std::vector<std::vector<Hypothesis>> sampling_search(StepModel& model, const torch::Tensor& src,
+                                                     const torch::Tensor& lengths, const SearchOptions& options,
+                                                     const Guides& guides = {});
+// sampling ? sampling : constraints ? constrained beam (constraints.h) :
 // beam_size == 1 && n_best == 1 ? greedy : beam.
 std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,
-                                            const torch::Tensor& lengths, const SearchOptions& options);
+                                            const torch::Tensor& lengths, const SearchOptions& options,
+                                            const Guides& guides = {});
+
+// The most target tokens of a sentence of src_len source tokens (eos not counted):
+// floor(ratio * src_len) + 5, and at most max_length when max_length > 0.
+int64_t max_target_length(int64_t src_len, const SearchOptions& options);
 
 double gnmt_length_penalty(int64_t length, double alpha);
 

@@ -26,6 +26,9 @@ class SearchState {
 
 struct StepResult {
   torch::Tensor logits;      // [N, V], unnormalised: search takes log_softmax of them (candidates.h)
+  // The logits are log-probabilities already, to be used as they are (an ensemble's weighted
+  // mean of its members' log-probabilities is one, and is not renormalised).
+  bool log_probs = false;
   torch::Tensor attention;   // [N, S] weights of this step (undefined if not requested)
   // A vocabulary shortlist (decode.shortlist): [V] int64 on the CPU, the token of each column of
   // logits (the softmax is then over these tokens alone). Undefined: column v is token v.

@@ -6,7 +6,9 @@
 
 #include <ATen/Parallel.h>
 
+#include "decoding/constraints.h"
 #include "parallel/workers.h"
+#include "util/error.h"
 #include "util/logging.h"
 
 namespace attnmt {
@@ -18,6 +20,14 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.length_penalty = decode.length_penalty;
   options.search.coverage_penalty = decode.coverage_penalty;
   options.search.max_length_ratio = decode.max_length_ratio;
+  options.search.min_length = decode.min_length;
+  options.search.max_length = decode.max_length;
+  options.search.no_repeat_ngram_size = decode.no_repeat_ngram_size;
+  options.search.sampling = decode.sampling;
+  options.search.temperature = decode.temperature;
+  options.search.top_k = decode.top_k;
+  options.search.top_p = decode.top_p;
+  options.search.seed = decode.seed;
   options.batch_size = decode.batch_size;
   options.workers = decode.workers;
   return options;
@@ -25,7 +35,14 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
 
 std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,
                                                       const std::vector<std::string>& lines,
-                                                      const TranslateOptions& options) {
+                                                      const TranslateOptions& options, const LineGuides& guides) {
+  auto check_lines = [&](size_t n, const char* flag) {
+    if (n != 0 && n != lines.size()) {
+      throw InputError(std::string(flag) + ": " + std::to_string(n) + " lines, the input has " + std::to_string(lines.size()));
+    }
+  };
+  check_lines(guides.prefixes.size(), "--prefix");
+  check_lines(guides.constraints.size(), "--constraints");
   torch::InferenceMode inference;
   const auto device = model.device();
   const int64_t pad = Tokenizer::kPad;
@@ -42,6 +59,29 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
       ++truncated;
     }
     order.push_back(i);
+  }
+  // Target-side guides as token ids, per line.
+  std::vector<std::vector<int64_t>> prefix_ids(guides.prefixes.size());
+  for (size_t i : order) {
+    if (guides.prefixes.empty()) break;
+    for (int id : tokenizers.tgt->encode(guides.prefixes[i])) prefix_ids[i].push_back(id);
+  }
+  std::vector<Phrases> constraint_ids(guides.constraints.size());
+  for (size_t i : order) {
+    if (guides.constraints.empty()) break;
+    int64_t tokens = 0;
+    for (const auto& phrase : guides.constraints[i]) {
+      const auto ids = tokenizers.tgt->encode(phrase);
+      if (ids.empty()) continue;
+      constraint_ids[i].emplace_back(ids.begin(), ids.end());
+      tokens += static_cast<int64_t>(ids.size());
+    }
+    const int64_t room = max_target_length(static_cast<int64_t>(encoded[i].size()) + 1, options.search);
+    if (tokens > room) {
+      throw InputError("--constraints: line " + std::to_string(i + 1) + ": its constraints are " +
+                       std::to_string(tokens) + " target tokens, more than the line's maximum output length " +
+                       std::to_string(room) + " (decode.max_length_ratio, decode.max_length)");
+    }
   }
   if (truncated > 0) {
     spdlog::warn("[decode] {} input line(s) longer than {} subwords were truncated", truncated,
@@ -69,7 +109,15 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
       sp[b * S + ids.size()] = eos;
       lengths[b] = static_cast<int64_t>(ids.size()) + 1;
     }
-    auto nbest = search(model, src.to(device), lengths.to(device), options.search);
+    Guides sentence_guides(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t line = order[start + b];
+      auto& guide = sentence_guides[static_cast<size_t>(b)];
+      guide.id = line;
+      if (!prefix_ids.empty()) guide.prefix = prefix_ids[line];
+      if (!constraint_ids.empty()) guide.constraints = constraint_ids[line];
+    }
+    auto nbest = search(model, src.to(device), lengths.to(device), options.search, sentence_guides);
     for (int64_t b = 0; b < B; ++b) {
       const size_t line = order[start + b];
       auto& out = results[line];
@@ -83,6 +131,8 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
         Translation tr;
         tr.text = tokenizers.tgt->decode(std::vector<int>(hyp.tokens.begin(), hyp.tokens.end()));
         tr.score = hyp.score;
+        tr.log_prob = hyp.log_prob;
+        tr.constraints_met = hyp.constraints_met;
         tr.target_tokens = hyp.tokens.size() + (hyp.finished ? 1 : 0);
         if (options.search.return_attention) {
           tr.src_pieces = src_pieces;
@@ -92,6 +142,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
         }
         out.push_back(std::move(tr));
       }
+      if (out.empty()) out.emplace_back();  // never left without a line
     }
   };
   // Workers take batches longest first; each runs its own search with threads / workers intra-op

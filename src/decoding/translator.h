@@ -22,17 +22,28 @@ struct Translation {
   std::string text;                      // detokenized
   std::vector<std::string> src_pieces;   // source subwords (+ "</s>")
   std::vector<std::string> tgt_pieces;   // target subwords (+ "</s>" if finished)
-  double score = 0;
+  double score = 0;                     // log P / length penalty (+ coverage penalty)
+  double log_prob = 0;                  // log P(Y|X), eos included when finished
   size_t target_tokens = 0;             // generated subwords, </s> included when finished
   std::vector<std::vector<float>> attention;  // [tgt_pieces][src_pieces], if requested
+  bool constraints_met = true;          // holds every constraint of its line (LineGuides)
+};
+
+// What a user may give per input line besides the source, each empty or one entry per line.
+struct LineGuides {
+  std::vector<std::string> prefixes;                  // raw target text forced first ("" = none)
+  std::vector<std::vector<std::string>> constraints;  // raw target phrases every output must contain
 };
 
 // The decode.* section of a config as options (n-best, beam, penalties, length ratio, batch).
 TranslateOptions translate_options(const DecodeConfig& decode);
 
-// One n-best list per input line.
+// One n-best list per input line. A line's prefix is force-decoded before search goes on (the
+// translation then begins with it); its constraints are decoded as constraints.h describes.
+// InputError when guides have another number of lines than the input, or a line's constraints
+// cannot fit in its maximum output length.
 std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,
                                                       const std::vector<std::string>& lines,
-                                                      const TranslateOptions& options);
+                                                      const TranslateOptions& options, const LineGuides& guides = {});
 
 }  // namespace attnmt

@@ -20,13 +20,21 @@ class VectorIterator : public sentencepiece::SentenceIterator {
   size_t i_ = 0;
 };
 
-class Backend : public SpmBackend {
+class Backend : public TokenizerBackend {
  public:
   std::string load(const std::string& model_path) override {
     const auto status = processor_.Load(model_path);
     return status.ok() ? std::string() : status.ToString();
   }
-  std::string train(const std::string& args, const std::vector<std::string>& sentences) override {
+  std::string train(const std::string& model_prefix, const TokenizerConfig& config,
+                    const std::vector<std::string>& sentences) override {
+    // SentencePiece 0.1.97 has no seed option; with shuffling off, BPE training is deterministic.
+    const std::string args = "--model_prefix=" + model_prefix + " --model_type=" + config.model_type +
+                             " --vocab_size=" + std::to_string(config.vocab_size) +
+                             " --character_coverage=" + std::to_string(config.character_coverage) +
+                             " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --hard_vocab_limit=false" +
+                             " --input_sentence_size=0" +
+                             " --shuffle_input_sentence=false --num_threads=2 --minloglevel=2";
     VectorIterator it(sentences);
     const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it);
     return status.ok() ? std::string() : status.ToString();
@@ -65,6 +73,6 @@ class Backend : public SpmBackend {
 }  // namespace
 }  // namespace attnmt
 
-extern "C" __attribute__((visibility("default"))) attnmt::SpmBackend* attnmt_spm_create() {
+extern "C" __attribute__((visibility("default"))) attnmt::TokenizerBackend* attnmt_spm_create() {
   return new attnmt::Backend();
 }

@@ -289,7 +289,6 @@ void Trainer::restore_or_start() {
     }
     progress_.learning_rate = cfg_.train.learning_rate;
     progress_.world_size = dist_->world_size();
-    reseed_other_ranks();
     return;
   }
   // Rank 0 picks the newest checkpoint that loads (a damaged newest one -- killed while writing a
@@ -332,11 +331,12 @@ void Trainer::restore_or_start() {
                progress_.epoch + 1, progress_.batch_in_epoch);
   if (progress_.world_size != dist_->world_size()) map_epoch_position(progress_.world_size);
   progress_.world_size = dist_->world_size();
-  reseed_other_ranks();
 }
 
-// Ranks other than 0 draw their own dropout masks: a generator seeded from (seed, rank, step).
-// Rank 0 keeps the single-process stream (restored from the checkpoint when resuming).
+// Ranks other than 0 draw their own dropout masks: a generator seeded from (seed, rank, step) at
+// every update, so that a resumed run draws what an uninterrupted one would without storing each
+// rank's generator in the checkpoint. Rank 0 keeps the single-process stream (restored from the
+// checkpoint when resuming).
 void Trainer::reseed_other_ranks() {
   if (is_main()) return;
   torch::manual_seed(cfg_.train.seed + 1000003ULL * static_cast<uint64_t>(dist_->rank()) +
@@ -377,6 +377,7 @@ std::vector<std::vector<size_t>> Trainer::epoch_batches(int64_t epoch, int64_t w
 // then exactly those of one process on the whole batch.
 bool Trainer::update(const std::vector<size_t>& global_batch) {
   const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
+  reseed_other_ranks();
   int64_t global_tokens = 0;
   for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_.examples[i].tgt.size()) + 1;
   replicas_->prepare();  // drops the gradients
@@ -446,6 +447,7 @@ ValidResult Trainer::validate() {
     TranslateOptions options = translate_options(cfg_.decode);
     options.search.beam_size = cfg_.train.valid_beam_size;
     options.search.n_best = 1;
+    options.search.sampling = false;  // the best model is chosen by what search finds, not by chance
     auto translations = translate_lines(*step_model, tokenizers_, valid_text_.src, options);
     std::vector<std::string> hyps;
     hyps.reserve(translations.size());

@@ -149,6 +149,48 @@ TEST_CASE("SIGTERM and SIGINT save a checkpoint and exit 0 within seconds", "[re
   fs::remove_all(dir);
 }
 
+TEST_CASE("SIGTERM in the middle of an epoch, then --resume: the straight run, bit for bit", "[reliability][e2e]") {
+  // Batches of 2 pairs: 15 updates an epoch, validations every 25, dropout on, the plateau
+  // schedule on; the signal lands wherever the training is after step 40.
+  auto dir = temp_dir("signal_exact");
+  write(dir / "c.yaml", tiny_config(dir / "straight", 150));
+  const std::string cfg = (dir / "c.yaml").string() +
+                          " --set train.batch_size=2 --set train.valid_every=25 --set train.report_every=20"
+                          " --set train.lr_schedule=plateau --set train.lr_patience=1"
+                          " --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3";
+  auto straight = run("train " + cfg);
+  INFO(straight.output);
+  REQUIRE(straight.status == 0);
+  const auto stopped_dir = dir / "stopped";
+  const std::string log = (dir / "log").string();
+  const auto out = shell(std::string(ATTNMT_BINARY) + " train " + cfg + " --set train.save_dir=" +
+                         stopped_dir.string() + " > " + log + " 2>&1 & L=$!; " +
+                         "for i in $(seq 300); do grep -q \"step 40 \" " + log + " && break; sleep 0.05; done; " +
+                         "kill -TERM $L; wait $L; echo rc=$?");
+  const auto text = attnmt::read_file(log);
+  INFO(out << text);
+  REQUIRE(out.find("rc=0") != std::string::npos);
+  REQUIRE(text.find("SIGTERM received: saved step") != std::string::npos);
+  const auto saved = attnmt::list_step_checkpoints(stopped_dir.string());  // newest first
+  REQUIRE(!saved.empty());
+  const attnmt::CheckpointFile stop(saved.front());
+  const auto& at = stop.header().progress;
+  INFO("stopped at step " << at.step << ", batch " << at.batch_in_epoch << " of epoch " << at.epoch + 1);
+  REQUIRE(at.step < 150);
+  // Where the signal landed (almost always inside an epoch and between validations: 14 of 15
+  // updates end inside one) is in the log above.
+  auto resumed = run("train " + cfg + " --resume --set train.save_dir=" + stopped_dir.string());
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  REQUIRE(resumed.output.find("resumed from") != std::string::npos);
+  const attnmt::CheckpointFile a((dir / "straight" / "ckpt.150.pt").string());
+  const attnmt::CheckpointFile b((stopped_dir / "ckpt.150.pt").string());
+  CHECK(a.header().progress.learning_rate == b.header().progress.learning_rate);
+  CHECK(a.header().progress.best_score == b.header().progress.best_score);
+  check_same_tensors(dir / "straight" / "ckpt.150.pt", stopped_dir / "ckpt.150.pt");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a training process's threads have SIGINT and SIGTERM blocked, but the one in sigwait",
           "[reliability][e2e]") {
   auto dir = temp_dir("sigblk");

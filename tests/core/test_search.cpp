@@ -11,63 +11,11 @@
 #include "decoding/candidates.h"
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
+#include "step_models.h"
 #include "model/seq2seq.h"
 
 using namespace attnmt;
-
-namespace {
-
-// Vocabulary: 0 pad, 1 unk, 2 bos, 3 eos, 4 "a", 5 "b". The next-token distribution depends only
-// on the previous token (a bigram table), written by hand.
-class BigramModel : public StepModel {
- public:
-  struct State : SearchState {
-    torch::Tensor dummy;  // [N] stands in for a recurrent state
-    void index_select(const torch::Tensor& index) override { dummy = dummy.index_select(0, index); }
-  };
-  explicit BigramModel(std::map<int64_t, std::vector<double>> table) : table_(std::move(table)) {}
-  std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor&) override {
-    auto s = std::make_unique<State>();
-    s->dummy = torch::arange(src.size(0));
-    return s;
-  }
-  StepResult step(const torch::Tensor& prev, SearchState&, bool want_attention) override {
-    const int64_t N = prev.size(0);
-    auto lp = torch::full({N, 6}, -1e9, torch::kDouble);
-    for (int64_t n = 0; n < N; ++n) {
-      const auto it = table_.find(prev[n].item<int64_t>());
-      if (it == table_.end()) {  // rows of dead beams (prev = eos): anything, it never wins
-        lp[n][3] = 0.0;
-        continue;
-      }
-      const auto& probs = it->second;
-      for (int64_t v = 0; v < 6; ++v) {
-        if (probs[v] > 0) lp[n][v] = std::log(probs[v]);
-      }
-    }
-    StepResult r;
-    r.logits = lp.to(torch::kFloat);
-    if (want_attention) r.attention = torch::full({N, 2}, 0.5);
-    return r;
-  }
-  int64_t bos_id() const override { return 2; }
-  int64_t eos_id() const override { return 3; }
-  torch::Device device() const override { return torch::kCPU; }
-
- private:
-  std::map<int64_t, std::vector<double>> table_;
-};
-
-// After bos: a 0.6, b 0.4. After a: eos 0.4, a 0.3, b 0.3. After b: eos 0.9, a 0.05, b 0.05.
-// Greedy: "a" (0.6 * 0.4 = 0.24). Best sequence: "b" (0.4 * 0.9 = 0.36).
-BigramModel garden_path() {
-  return BigramModel({{2, {0, 0, 0, 0, 0.6, 0.4}}, {4, {0, 0, 0, 0.4, 0.3, 0.3}}, {5, {0, 0, 0, 0.9, 0.05, 0.05}}});
-}
-
-torch::Tensor source(int64_t B) { return torch::full({B, 2}, 7, torch::kLong); }
-torch::Tensor lengths(int64_t B) { return torch::full({B}, 2, torch::kLong); }
-
-}  // namespace
+using namespace attnmt::test;
 
 TEST_CASE("greedy search follows the local argmax", "[search]") {
   auto model = garden_path();

@@ -1,0 +1,153 @@
+// Random sampling (decode.sampling): each sentence's n_best samples are drawn token by token from
+// softmax(log_probs / temperature), cut to the top_k likeliest and then to the smallest set of
+// likeliest tokens whose probability reaches top_p. Every sample has a generator of its own,
+// seeded by (decode.seed, the sentence's line, the sample's number), so what is drawn does not
+// depend on the batch, the worker or the thread that decodes it.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "decoding/search.h"
+#include "decoding/token_rules.h"
+
+namespace attnmt {
+
+namespace {
+
+constexpr float kNegInfF = -std::numeric_limits<float>::infinity();
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A uniform double in [0, 1) from 53 random bits (the same on every platform, unlike
+// std::uniform_real_distribution's).
+double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+// Draws a column of one row of log-probabilities (-inf: barred), or -1 when every one is barred.
+int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64& rng) {
+  std::vector<std::pair<float, int64_t>> pool;  // (log-probability, column), likeliest first
+  pool.reserve(static_cast<size_t>(V));
+  for (int64_t v = 0; v < V; ++v)
+    if (lp[v] > kNegInfF) pool.emplace_back(lp[v], v);
+  if (pool.empty()) return -1;
+  auto likelier = [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
+  if (o.top_k > 0 && static_cast<size_t>(o.top_k) < pool.size()) {
+    std::partial_sort(pool.begin(), pool.begin() + o.top_k, pool.end(), likelier);
+    pool.resize(static_cast<size_t>(o.top_k));
+  } else if (o.top_p < 1.0) {
+    std::sort(pool.begin(), pool.end(), likelier);
+  }
+  // Tempered weights, relative to the likeliest token (no overflow for any temperature).
+  const float top = std::max_element(pool.begin(), pool.end(), [](const auto& a, const auto& b) {
+                      return a.first < b.first;
+                    })->first;
+  std::vector<double> weight(pool.size());
+  double total = 0;
+  for (size_t i = 0; i < pool.size(); ++i) total += weight[i] = std::exp((pool[i].first - top) / o.temperature);
+  if (o.top_p < 1.0) {  // pool is sorted: keep the shortest head whose share reaches top_p
+    double head = 0;
+    size_t keep = 0;
+    while (keep < pool.size() && head < o.top_p * total) head += weight[keep++];
+    pool.resize(keep);
+    weight.resize(keep);
+    total = head;
+  }
+  double u = uniform(rng) * total;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (u < weight[i]) return pool[i].second;
+    u -= weight[i];
+  }
+  return pool.back().second;  // u within rounding of total
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> sampling_search(StepModel& model, const torch::Tensor& src,
+                                                     const torch::Tensor& lengths, const SearchOptions& options,
+                                                     const Guides& guides) {
+  const auto device = model.device();
+  const int64_t B = src.size(0);
+  const int64_t n = options.n_best;
+  auto src_len_t = lengths.to(torch::kCPU, torch::kLong).contiguous();
+  const int64_t* src_len = src_len_t.data_ptr<int64_t>();
+  // Sample j of sentence b is hypothesis b * n + j; rows of the state follow `active`.
+  std::vector<Hypothesis> hyps(static_cast<size_t>(B * n));
+  std::vector<std::mt19937_64> rngs;
+  std::vector<int64_t> active(static_cast<size_t>(B * n)), expand(static_cast<size_t>(B * n));
+  for (int64_t b = 0; b < B; ++b) {
+    const uint64_t line = guides.empty() ? static_cast<uint64_t>(b) : guides[static_cast<size_t>(b)].id;
+    for (int64_t j = 0; j < n; ++j) {
+      active[static_cast<size_t>(b * n + j)] = b * n + j;
+      expand[static_cast<size_t>(b * n + j)] = b;
+      rngs.emplace_back(splitmix64(splitmix64(splitmix64(options.seed) ^ line) ^ static_cast<uint64_t>(j)));
+    }
+  }
+  auto state = model.start(src, lengths);
+  state->index_select(torch::tensor(expand, torch::kLong).to(device));  // rows end one by one: no beam groups
+  const TokenRules rules(options, guides, model.eos_id());
+  auto prev = torch::full({B * n}, model.bos_id(), torch::dtype(torch::kLong).device(device));
+  auto length_score = [&](Hypothesis& h) {
+    h.score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
+  };
+  for (int64_t t = 0; !active.empty(); ++t) {
+    auto r = model.step(prev, *state, options.return_attention);
+    auto lp = r.logits.to(torch::kCPU, torch::kFloat);
+    lp = r.log_probs ? lp.clone().contiguous() : lp.log_softmax(-1).contiguous();
+    const int64_t V = lp.size(1);
+    const int64_t* vocabulary = r.vocabulary.defined() ? r.vocabulary.data_ptr<int64_t>() : nullptr;
+    if (rules.active(t)) {
+      std::vector<int64_t> sentence(active.size());
+      for (size_t row = 0; row < active.size(); ++row) sentence[row] = active[row] / n;
+      rules.apply(lp, t, sentence, [&](int64_t row) { return hyps[static_cast<size_t>(active[static_cast<size_t>(row)])].tokens; },
+                  vocabulary);
+    }
+    torch::Tensor att = options.return_attention ? r.attention.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();
+    std::vector<int64_t> keep_rows, keep_hyps, next_tokens;
+    for (size_t row = 0; row < active.size(); ++row) {
+      const int64_t i = active[row];
+      auto& h = hyps[static_cast<size_t>(i)];
+      const float* p = lp.data_ptr<float>() + static_cast<int64_t>(row) * V;
+      const int64_t column = draw(p, V, options, rngs[static_cast<size_t>(i)]);
+      if (column < 0) {  // every token barred: the sample ends here, cut
+        h.finished = false;
+        length_score(h);
+        continue;
+      }
+      const int64_t token = vocabulary ? vocabulary[column] : column;
+      h.log_prob += p[column];
+      if (att.defined()) {
+        const float* a = att.data_ptr<float>() + static_cast<int64_t>(row) * att.size(1);
+        h.attention.emplace_back(a, a + src_len[i / n]);
+      }
+      const bool eos = token == model.eos_id();
+      if (!eos) h.tokens.push_back(token);
+      if (eos || t + 1 >= max_target_length(src_len[i / n], options)) {
+        h.finished = eos;
+        length_score(h);
+      } else {
+        keep_rows.push_back(static_cast<int64_t>(row));
+        keep_hyps.push_back(i);
+        next_tokens.push_back(token);
+      }
+    }
+    if (keep_rows.empty()) break;
+    if (keep_rows.size() != active.size()) state->index_select(torch::tensor(keep_rows, torch::kLong).to(device));
+    active = std::move(keep_hyps);
+    prev = torch::tensor(next_tokens, torch::kLong).to(device);
+  }
+  std::vector<std::vector<Hypothesis>> out(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    auto first = hyps.begin() + b * n;
+    out[static_cast<size_t>(b)].assign(std::make_move_iterator(first), std::make_move_iterator(first + n));
+    std::stable_sort(out[static_cast<size_t>(b)].begin(), out[static_cast<size_t>(b)].end(),
+                     [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+  }
+  return out;
+}
+
+}  // namespace attnmt

@@ -1,0 +1,47 @@
+// The rules that bar tokens at a search step, whatever the search: decode.min_length (no eos
+// yet), decode.no_repeat_ngram_size (no n-gram twice) and a sentence's forced prefix. A barred
+// token's log-probability becomes -inf; the others keep theirs (no renormalisation, as fairseq
+// and OpenNMT-py do), so a hypothesis's score stays its log-probability under the model.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "decoding/search.h"
+
+namespace attnmt {
+
+class TokenRules {
+ public:
+  TokenRules(const SearchOptions& options, const Guides& guides, int64_t eos);
+  // Whether a rule may bar a token at step t (t tokens generated so far); when not, search uses
+  // the step's logits as they are.
+  bool active(int64_t t) const;
+  // log_probs [N, V] CPU float, contiguous: row n belongs to sentence sentence[n] and extends the
+  // tokens history(n); column v is token vocabulary[v] (vocabulary may be null: column v is v).
+  // Sets the barred entries to -inf.
+  template <typename History>
+  void apply(torch::Tensor& log_probs, int64_t t, const std::vector<int64_t>& sentence, History&& history,
+             const int64_t* vocabulary) const {
+    for (int64_t n = 0; n < log_probs.size(0); ++n) {
+      const int64_t b = sentence[static_cast<size_t>(n)];
+      const bool forced = b < static_cast<int64_t>(guides_.size()) &&
+                          t < static_cast<int64_t>(guides_[static_cast<size_t>(b)].prefix.size());
+      apply_row(log_probs, n, t, forced ? &guides_[static_cast<size_t>(b)].prefix : nullptr,
+                ngram_ > 0 ? history(n) : std::vector<int64_t>(), vocabulary);
+    }
+  }
+  // The tokens that would repeat an n-gram of `tokens` (n = no_repeat_ngram_size) if appended.
+  static std::vector<int64_t> repeating_tokens(const std::vector<int64_t>& tokens, int n);
+
+ private:
+  void apply_row(torch::Tensor& log_probs, int64_t row, int64_t t, const std::vector<int64_t>* prefix,
+                 const std::vector<int64_t>& history, const int64_t* vocabulary) const;
+  int min_length_, ngram_;
+  size_t longest_prefix_ = 0;
+  const Guides& guides_;
+  int64_t eos_;
+};
+
+}  // namespace attnmt

@@ -1,0 +1,254 @@
+// Decoding features through the real program: checkpoint averaging, ensembles, a target prefix,
+// length rules, sampling, scores, and tokenizer.type none (text already tokenized).
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoints.h"
+#include "program.h"
+#include "util/text_io.h"
+
+namespace fs = std::filesystem;
+using namespace attnmt::test;
+
+namespace {
+
+const std::string kSrc = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
+const std::string kTgt = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.en";
+
+// Trains the tiny config into dir/name (60 updates, a checkpoint every 20, 3 kept).
+fs::path train_tiny(const fs::path& dir, const std::string& name, const std::string& sets = "") {
+  write(dir / (name + ".yaml"), tiny_config(dir / name, 60));
+  auto r = run("train " + (dir / (name + ".yaml")).string() +
+               " --set train.valid_every=20 --set train.keep_checkpoints=3 " + sets);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return dir / name;
+}
+
+// Translates tiny.de; fails the test on an error.
+std::string translate(const std::string& flags, const fs::path& out) {
+  auto r = run("translate --input " + kSrc + " --output " + out.string() + " --threads 1 " + flags);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return attnmt::read_file(out.string());
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("average: the mean of the checkpoints' weights, as one model file", "[e2e][decoding]") {
+  auto dir = temp_dir("average");
+  const auto m = train_tiny(dir, "m");
+  const auto avg = dir / "avg.pt";
+  auto r = run("average --last 2 " + m.string() + " --output " + avg.string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto a = checkpoint_tensors(m / "ckpt.40.pt"), b = checkpoint_tensors(m / "ckpt.60.pt"),
+             mean = checkpoint_tensors(avg);
+  REQUIRE(mean.size() == a.size());
+  for (const auto& [name, t] : mean) {
+    INFO(name);
+    CHECK(torch::allclose(t, (a.at(name).to(torch::kDouble) + b.at(name).to(torch::kDouble)).div(2).to(t.scalar_type()),
+                          0, 1e-6));
+  }
+  // The files named one by one give the same model; it translates like any model file.
+  const auto listed = dir / "listed.pt";
+  REQUIRE(run("average " + (m / "ckpt.60.pt").string() + " " + (m / "ckpt.40.pt").string() + " -o " + listed.string())
+              .status == 0);
+  CHECK(translate("--model " + avg.string(), dir / "a.txt") == translate("--model " + listed.string(), dir / "b.txt"));
+
+  // Refused, nothing written: another architecture (named), too few checkpoints, a dir without --last.
+  const auto other = train_tiny(dir, "other", "--set model.embedding_size=32 --set train.max_steps=20");
+  r = run("average " + (m / "ckpt.60.pt").string() + " " + (other / "ckpt.20.pt").string() + " -o " +
+          (dir / "x.pt").string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("another architecture") && Catch::Contains("embedding_size: 32"));
+  r = run("average --last 5 " + m.string() + " -o " + (dir / "x.pt").string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("has 3 step checkpoint(s)"));
+  r = run("average " + m.string() + " -o " + (dir / "x.pt").string());
+  CHECK(r.status == 2);
+  CHECK_FALSE(fs::exists(dir / "x.pt"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ensemble: a model twice is that model, members and weights are checked", "[e2e][decoding]") {
+  auto dir = temp_dir("ensemble");
+  const auto m = train_tiny(dir, "m");
+  const auto other = train_tiny(dir, "seed2", "--set train.seed=2 --set model.attention.type=bahdanau");
+  for (const std::string flags : {"--beam-size 3", "--beam-size 1"}) {
+    CHECK(translate("--model " + m.string() + " " + flags, dir / "alone.txt") ==
+          translate("--model " + m.string() + " --model " + m.string() + " " + flags, dir / "twice.txt"));
+  }
+  // Two different models (architectures too), weighted, 2-best with attention: one list per line.
+  const auto both = translate("--model " + m.string() + " --model " + other.string() +
+                                  " --weights 0.3,0.7 --n-best 2 --beam-size 3 --attention-out " +
+                                  (dir / "att.jsonl").string(),
+                              dir / "both.txt");
+  CHECK(lines_of(both).size() == 60);
+  CHECK(lines_of(attnmt::read_file((dir / "att.jsonl").string())).size() == 30);
+
+  const std::string two = "translate --input " + kSrc + " --model " + m.string() + " --model " + other.string();
+  auto r = run(two + " --weights 1");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("--weights: 1 weight(s) for 2 model(s)"));
+  r = run(two + " --weights -1,2");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("--weights"));
+  const auto small_vocab = train_tiny(dir, "v300", "--set tokenizer.vocab_size=300 --set train.max_steps=20");
+  r = run("translate --input " + kSrc + " --model " + m.string() + " --model " + small_vocab.string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("vocabulary") && Catch::Contains("v300"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("translate: prefix, length rules, sampling and scores", "[e2e][decoding]") {
+  auto dir = temp_dir("decode_options");
+  const auto m = train_tiny(dir, "m");
+  const std::string model = "--model " + m.string();
+
+  // A prefix per line (the first word of the reference, none on the second line): outputs start with it.
+  const auto refs = lines_of(attnmt::read_file(kTgt));
+  std::string prefixes;
+  for (size_t i = 0; i < refs.size(); ++i) prefixes += (i == 1 ? "" : refs[i].substr(0, refs[i].find(' '))) + "\n";
+  write(dir / "prefix.txt", prefixes);
+  const auto with_prefix = lines_of(translate(model + " --prefix " + (dir / "prefix.txt").string(), dir / "p.txt"));
+  const auto without = lines_of(translate(model, dir / "plain.txt"));
+  REQUIRE(with_prefix.size() == refs.size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    INFO(i << ": " << with_prefix[i]);
+    if (i != 1) CHECK(with_prefix[i].rfind(refs[i].substr(0, refs[i].find(' ')), 0) == 0);
+  }
+  CHECK(with_prefix[1] == without[1]);
+  write(dir / "short.txt", "Two\n");
+  auto r = run("translate --input " + kSrc + " " + model + " --prefix " + (dir / "short.txt").string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("--prefix") && Catch::Contains("1 lines, the input has 30"));
+
+  // min/max length: every output has 12 to 14 target tokens (eos not counted).
+  translate(model + " --min-length 12 --max-length 14 --attention-out " + (dir / "len.jsonl").string(), dir / "len.txt");
+  for (const auto& line : lines_of(attnmt::read_file((dir / "len.jsonl").string()))) {
+    const auto j = nlohmann::json::parse(line);
+    auto tokens = j["tgt"].size();
+    if (j["tgt"].back() == "</s>") --tokens;
+    CHECK(tokens >= 12);
+    CHECK(tokens <= 14);
+  }
+
+  // Sampling: the same seed gives the same samples, whatever the batch; another seed others.
+  const std::string sample = model + " --sampling true --n-best 3 --top-k 20 --temperature 0.8 --seed 5";
+  const auto s1 = translate(sample, dir / "s1.txt");
+  CHECK(lines_of(s1).size() == 90);
+  CHECK(translate(sample + " --batch-size 1", dir / "s2.txt") == s1);
+  CHECK(translate(model + " --sampling true --n-best 3 --top-k 20 --temperature 0.8 --seed 6", dir / "s3.txt") != s1);
+
+  // Scores: one per output; with length penalty 0 the score is the log-probability.
+  translate(model + " --length-penalty 0 --n-best 2 --scores " + (dir / "scores.tsv").string(), dir / "n.txt");
+  const auto scores = lines_of(attnmt::read_file((dir / "scores.tsv").string()));
+  REQUIRE(scores.size() == 60);
+  for (const auto& line : scores) {
+    std::istringstream in(line);
+    size_t index;
+    double log_prob, score;
+    in >> index >> log_prob >> score;
+    CHECK(index < 30);
+    CHECK(log_prob <= 0);
+    CHECK(score == Approx(log_prob));
+  }
+
+  for (const std::string bad : {"--top-p 0", "--top-p 1.5", "--temperature 0", "--top-k -1", "--min-length 5 --max-length 3"}) {
+    r = run("translate --input " + kSrc + " " + model + " " + bad);
+    INFO(bad << ": " << r.output);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::Contains("decode."));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tokenizer.type none: text already tokenized, a vocabulary of its words", "[e2e][decoding]") {
+  auto dir = temp_dir("pretokenized");
+  const auto m = train_tiny(dir, "m", "--set tokenizer.type=none");
+  const auto vocab = attnmt::read_file((m / "spm.model").string());
+  REQUIRE(vocab.rfind("attnmt-word-vocab 1\n<pad>\n<unk>\n<s>\n</s>\n", 0) == 0);
+  std::set<std::string> words;
+  std::istringstream vocab_lines(vocab);
+  for (std::string w; vocab_lines >> w;) words.insert(w);
+  // Every output token is a vocabulary word, written with single spaces.
+  const auto out = translate("--model " + m.string(), dir / "out.txt");
+  std::istringstream tokens(out);
+  int count = 0;
+  for (std::string t; tokens >> t; ++count) CHECK(words.count(t) == 1);
+  CHECK(count > 30);
+  CHECK(out.find("  ") == std::string::npos);
+  // A save dir whose model is a word vocabulary: training there as SentencePiece is refused.
+  fs::create_directories(dir / "n");
+  fs::copy_file(m / "spm.model", dir / "n" / "spm.model");
+  auto r = run("train " + (dir / "m.yaml").string() + " --set train.save_dir=" + (dir / "n").string() +
+               " --set tokenizer.type=sentencepiece");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("tokenizer.type none"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("translate: every output holds its constraints, lines without any decode as before", "[e2e][decoding]") {
+  auto dir = temp_dir("constraints");
+  const auto m = train_tiny(dir, "m");
+  const std::string model = "--model " + m.string() + " --beam-size 4";
+  // Line i's constraints: two words of its reference (tab-separated); none on line 1.
+  const auto refs = lines_of(attnmt::read_file(kTgt));
+  std::vector<std::pair<std::string, std::string>> phrases;
+  std::string file;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    std::istringstream words(refs[i]);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    phrases.emplace_back(w.at(1), w.at(w.size() / 2));
+    file += i == 1 ? "\n" : phrases.back().first + "\t" + phrases.back().second + "\n";
+  }
+  write(dir / "constraints.txt", file);
+  const auto constrained = lines_of(translate(model + " --constraints " + (dir / "constraints.txt").string(), dir / "c.txt"));
+  const auto plain = lines_of(translate(model, dir / "plain.txt"));
+  REQUIRE(constrained.size() == refs.size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    INFO(i << ": " << constrained[i] << " | " << phrases[i].first << " / " << phrases[i].second);
+    if (i == 1) {
+      CHECK(constrained[i] == plain[i]);
+    } else {
+      CHECK(constrained[i].find(phrases[i].first) != std::string::npos);
+      CHECK(constrained[i].find(phrases[i].second) != std::string::npos);
+    }
+  }
+
+  write(dir / "short.txt", "Two\n");
+  auto r = run("translate --input " + kSrc + " " + model + " --constraints " + (dir / "short.txt").string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("--constraints") && Catch::Contains("1 lines, the input has 30"));
+  std::string too_long = "\n";
+  for (int i = 0; i < 60; ++i) too_long += "dog ";
+  too_long += "\n";
+  for (size_t i = 2; i < refs.size(); ++i) too_long += "\n";
+  write(dir / "long.txt", too_long);
+  r = run("translate --input " + kSrc + " " + model + " --output " + (dir / "never.txt").string() + " --constraints " +
+          (dir / "long.txt").string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("--constraints: line 2:") && Catch::Contains("maximum output length"));
+  CHECK_FALSE(fs::exists(dir / "never.txt"));
+  r = run("translate --input " + kSrc + " " + model + " --sampling true --constraints " + (dir / "constraints.txt").string());
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("--constraints: not with decode.sampling"));
+  fs::remove_all(dir);
+}
