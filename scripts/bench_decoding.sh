@@ -2,13 +2,14 @@
 # Measures what the decoding features buy on Multi30k de->en test_2016_flickr (docs/decoding.md):
 # one model, the average of its last 4 checkpoints, ensembles of 2 and 4 seeds, and lexically
 # constrained decoding (one reference phrase per sentence on the first 200 sentences).
-#   scripts/bench_decoding.sh [CONFIG] [SEEDS]      (default: quickstart.yaml, 4 seeds)
-# Trains SEEDS models of CONFIG (train.seed 1..SEEDS, a checkpoint every 150 updates, 4 kept) into
-# runs/bench_decoding/<config>/seed<N> (reused when there), then decodes with beam 5 and writes
-# runs/bench_decoding/<config>/results.md. Whole-process times; 2 threads.
+#   scripts/bench_decoding.sh [CONFIG] [SEEDS]      (default: default.yaml, 4 seeds)
+# Trains SEEDS models of CONFIG (train.seed 1..SEEDS, 4 checkpoints kept; VALID_EVERY=N sets
+# train.valid_every, else the config's) into runs/bench_decoding/<config>/seed<N> (a finished run
+# is reused), then decodes with beam 5 and writes runs/bench_decoding/<config>/results.md.
+# Whole-process times; 2 threads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-config=${1:-configs/multi30k_de_en/quickstart.yaml}
+config=${1:-configs/multi30k_de_en/default.yaml}
 seeds=${2:-4}
 bin=build/attnmt
 export OMP_WAIT_POLICY=PASSIVE
@@ -22,7 +23,7 @@ for s in $(seq 1 "$seeds"); do
   dir=$root/seed$s
   echo "[bench_decoding] training seed $s -> $dir (a finished run is left as it is)"
   $bin train "$config" --threads 2 --set train.save_dir="$dir" --set train.seed="$s" \
-    --set train.valid_every=150 --set train.keep_checkpoints=4 $( [ -d "$dir" ] && echo --resume ) > "$dir.log" 2>&1
+    ${VALID_EVERY:+--set train.valid_every=$VALID_EVERY} --set train.keep_checkpoints=4 $( [ -d "$dir" ] && echo --resume ) > "$dir.log" 2>&1
 done
 
 # A number from `attnmt score --json`'s output.

@@ -21,6 +21,7 @@
 #include "io/model_file.h"
 #include "util/error.h"
 #include "util/logging.h"
+#include "util/progress.h"
 #include "util/process.h"
 #include "util/text_io.h"
 
@@ -200,6 +201,9 @@ CompareReport compare(const CompareOptions& options) {
   if (ec) throw InputError("--report: cannot create '" + out_dir.string() + "': " + ec.message());
 
   const std::string self = self_executable();
+  Progress bar("[compare]", "configs", static_cast<int64_t>(variants.size()));
+  int64_t done = 0;
+  auto phase = [&](const Variant& v, const std::string& what) { bar.update(done, {v.name + ": " + what}, "", true); };
   for (const auto& v : variants) {
     const auto& save_dir = v.config.train.save_dir;
     spdlog::info("[compare] {} ({}): {}", v.name, attention_name(v.config), save_dir);
@@ -215,6 +219,7 @@ CompareReport compare(const CompareOptions& options) {
         argv.insert(argv.end(), options.overrides.begin(), options.overrides.end());
       }
       spdlog::info("[compare] {}: training{}", v.name, resume ? " (resuming)" : "");
+      phase(v, "training");
       const auto r = run_child(argv);
       if (r.exit_code != 0) {
         throw RuntimeError("training '" + v.path + "' failed (exit " + std::to_string(r.exit_code) + "); see '" +
@@ -247,6 +252,7 @@ CompareReport compare(const CompareOptions& options) {
     for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
     if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
     spdlog::info("[compare] {}: translating {} sentences", v.name, test_text.src.size());
+    phase(v, "translating");
     const auto decoded = run_child(argv, log_path);
     if (decoded.exit_code != 0) {
       throw RuntimeError("translating with '" + save_dir + "' failed (exit " + std::to_string(decoded.exit_code) +
@@ -291,6 +297,8 @@ CompareReport compare(const CompareOptions& options) {
     spdlog::info("[compare] {}: BLEU {:.2f}, chrF {:.2f}, valid ppl {:.2f}, {:.1f} sent/s, {:.0f} MiB{}", v.name,
                  row.bleu, row.chrf, row.valid_ppl, row.decode_sentences_per_sec, row.peak_rss_mib,
                  gold.empty() ? std::string() : fmt::format(", AER {:.1f}%", 100 * row.aer));
+    ++done;
+    phase(v, "done");
     report.variants.push_back(std::move(vr));
   }
 

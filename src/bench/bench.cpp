@@ -23,6 +23,7 @@
 #include "util/error.h"
 #include "util/host_tuning.h"
 #include "util/logging.h"
+#include "util/progress.h"
 #include "util/process.h"
 #include "util/text_io.h"
 
@@ -162,10 +163,12 @@ json run_bench(const BenchOptions& o) {
   spdlog::info("[bench] {} | {} cores | LibTorch {} | {} | malloc: {}", results["machine"]["cpu"].get<std::string>(),
                std::thread::hardware_concurrency(), TORCH_VERSION, blas_description(), malloc_description());
 
+  Progress bar("[bench]", "configs", static_cast<int64_t>(o.configs.size()));
   for (size_t c = 0; c < o.configs.size(); ++c) {
     const auto& config_path = o.configs[c];
     const Config cfg = load_config_file(config_path, o.overrides);
     const std::string name = fs::path(config_path).stem().string();
+    auto phase = [&](const std::string& what) { bar.update(static_cast<int64_t>(c), {name + ": " + what}, "", true); };
     const std::string model_dir = o.models.empty() ? cfg.train.save_dir : o.models[c];
     const bool have_model = fs::is_regular_file(model_dir) || fs::exists(fs::path(model_dir) / "best.pt") ||
                             (fs::is_directory(model_dir) && [&] {
@@ -190,6 +193,7 @@ json run_bench(const BenchOptions& o) {
       if (o.train) {
         const int steps = o.window_steps * (o.repeats + 1);
         spdlog::info("[bench] {}: training {} updates at {} thread(s)", name, steps, threads);
+        phase("training at " + std::to_string(threads) + " thread(s)");
         std::vector<std::string> train_args = {"train", config_path};
         for (const auto& s : o.overrides) train_args.insert(train_args.end(), {"--set", s});
         train_args.insert(train_args.end(), {"--threads", std::to_string(threads), "--set",
@@ -228,6 +232,7 @@ json run_bench(const BenchOptions& o) {
                       {"mean_src_tokens", src_tokens / n}, {"mean_tgt_tokens", tgt_tokens / n}};
       if (o.gemm) {
         spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, threads);
+        phase("GEMM ceiling");
         run["ceiling"]["fp32"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kFloat);
         if (cpu_has_bf16()) run["ceiling"]["bf16"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kBFloat16);
         if (run.contains("train")) {
@@ -260,6 +265,7 @@ json run_bench(const BenchOptions& o) {
           for (int r = 0; r < o.repeats; ++r) {
             spdlog::info("[bench] {}: decoding ({}, beam {}, batch {}) at {} thread(s), run {}/{}", name, mode.name,
                          mode.beam, mode.batch, threads, r + 1, o.repeats);
+            phase("decoding " + mode.name + ", run " + std::to_string(r + 1) + "/" + std::to_string(o.repeats));
             const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
             auto child = run_attnmt({"translate", "--model", model_dir, "--input", src, "--output", hyp,
                                     "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),

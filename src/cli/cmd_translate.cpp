@@ -163,6 +163,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     configure_compute(config.threads, config.gemm);
     TranslateOptions options = translate_options(dc);
     options.search.return_attention = !o->attention_out.empty();
+    options.progress_label = "[translate]";
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
     const auto guides = read_line_guides(o->prefix, o->constraints, lines.size(), dc);
     std::vector<std::unique_ptr<Seq2SeqStepModel>> step_models;

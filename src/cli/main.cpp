@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "util/error.h"
 #include "util/logging.h"
+#include "util/progress.h"
 #include "util/host_tuning.h"
 #include "util/signals.h"
 
@@ -24,6 +25,10 @@ int run(int argc, char** argv) {
   cli::GlobalOptions global;
   global.args.assign(argv + 1, argv + argc);
   app.add_flag("--debug", global.debug, "Verbose logging; errors show their backtrace");
+  app.add_option_function<std::string>(
+      "--progress", [](const std::string& mode) { set_progress_mode(parse_progress_mode(mode)); },
+      "auto | always | never: a progress line on stderr (auto: only when it is a terminal)");
+  app.fallthrough();  // the options above may also follow the command: attnmt train CONFIG --progress never
   auto* help = app.add_subcommand("help", "Show help for attnmt or one of its commands");
   std::string help_topic;
   help->add_option("command", help_topic, "Command to describe");
@@ -37,6 +42,7 @@ int run(int argc, char** argv) {
   cli::add_compare_command(app, global);
   cli::add_lexicon_command(app, global);
   cli::add_average_command(app, global);
+  cli::add_config_command(app, global);
 
   try {
     app.parse(argc, argv);

@@ -247,6 +247,9 @@ std::string suggest_key(const std::string& unknown) {
 // ---------------------------------------------------------------------------------------------
 // Where a value came from (the YAML file or one override), for error messages
 
+// A config's first key may name the config it builds on (config inheritance).
+constexpr const char* kBaseKey = "base";
+
 struct Source {
   std::string label;  // "'cfg.yaml'" or "override 'train.max_steps=abc'"
   bool has_lines;     // YAML marks are meaningful (a file, not a one-line override)
@@ -403,6 +406,7 @@ void apply_map(Config& config, const YAML::Node& map, const std::string& prefix,
                        line_suffix(source, mark));
     }
     if (name.empty() || name.find('.') != std::string::npos) throw_unknown_key(key, source, mark);
+    if (prefix.empty() && name == kBaseKey) continue;  // applied first, by apply_config_text
 
     if (const Field* field = find_field(key)) {
       set_field(config, *field, value, source, mark);
@@ -515,6 +519,14 @@ struct DocumentCounter : YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
+// "key=value", the value a YAML scalar as an override's value is parsed.
+std::string setting(const Field& f, Config& config) {
+  YAML::Emitter value;
+  value << YAML::DoublePrecision(17);
+  std::visit([&](auto* p) { value << *p; }, f.ref(config));
+  return std::string(f.key) + "=" + value.c_str();
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -529,19 +541,15 @@ std::vector<std::string> config_settings(const Config& config_in, const std::str
   Config config = config_in;  // the field table hands out non-const pointers
   std::vector<std::string> out;
   for (const Field& f : kFields) {
-    const std::string key = f.key;
-    if (key.rfind(prefix, 0) != 0) continue;
-    YAML::Emitter value;  // a YAML scalar, as an override's value is parsed
-    value << YAML::DoublePrecision(17);
-    std::visit([&](auto* p) { value << *p; }, f.ref(config));
-    out.push_back(key + "=" + value.c_str());
+    if (std::string_view(f.key).rfind(prefix, 0) == 0) out.push_back(setting(f, config));
   }
   return out;
 }
 
-Config parse_config(const std::string& yaml_text, const std::string& source_name,
-                    const std::vector<std::string>& overrides) {
-  const Source source{in_quotes(source_name), /*has_lines=*/true};
+namespace {
+
+// The YAML text's one document, a map (InputError naming the source otherwise).
+YAML::Node parse_root(const std::string& yaml_text, const Source& source) {
   // A config is text: bad bytes are rejected here, by line, before the parser sees them.
   if (const auto bad = find_invalid_utf8(yaml_text); bad != std::string::npos || yaml_text.find('\0') != std::string::npos) {
     const size_t at = std::min(bad, yaml_text.find('\0'));
@@ -579,19 +587,61 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
                      "'model:', 'train:'), got " +
                      describe(root));
   }
+  return root;
+}
 
-  Config config;
+std::string read_config_text(const std::string& path);
+
+// Applies a config's text to `config`: first its `base:` chain (each path relative to the file
+// that names it), then its own keys. `chain`: the files being applied, outermost first.
+void apply_config_text(Config& config, const std::string& yaml_text, const std::string& source_name,
+                       std::vector<std::string>& chain) {
+  const Source source{in_quotes(source_name), /*has_lines=*/true};
+  const YAML::Node root = parse_root(yaml_text, source);
+  if (const YAML::Node base = root[kBaseKey]) {
+    if (!base.IsScalar() || base.Scalar().empty()) {
+      throw InputError(source.label + ": base: expected the path of a config file, got " + describe(base) +
+                       line_suffix(source, base.Mark()));
+    }
+    const auto here = std::filesystem::path(source_name).parent_path();
+    const auto path = (std::filesystem::path(base.Scalar()).is_absolute() ? std::filesystem::path(base.Scalar())
+                                                                          : here / base.Scalar())
+                          .lexically_normal()
+                          .string();
+    std::error_code ec;
+    const auto canonical = std::filesystem::weakly_canonical(path, ec).string();
+    if (std::find(chain.begin(), chain.end(), canonical) != chain.end()) {
+      std::string names;
+      for (const auto& c : chain) names += c + " -> ";
+      throw InputError(source.label + ": base: a cycle of configs: " + names + canonical);
+    }
+    chain.push_back(canonical);
+    apply_config_text(config, read_config_text(path), path, chain);
+    chain.pop_back();
+  }
   apply_map(config, root, /*prefix=*/"", source);
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& source_name,
+                    const std::vector<std::string>& overrides) {
+  Config config;
+  std::error_code ec;
+  std::vector<std::string> chain{std::filesystem::weakly_canonical(source_name, ec).string()};
+  apply_config_text(config, yaml_text, source_name, chain);
   for (const auto& override_text : overrides) apply_override(config, override_text);
   try {
     validate_config(config);
   } catch (const InputError& e) {
-    throw InputError(source.label + ": " + e.what());
+    throw InputError(in_quotes(source_name) + ": " + e.what());
   }
   return config;
 }
 
-Config load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+std::string read_config_text(const std::string& path) {
   auto cannot_read = [&](int error) {
     throw InputError("cannot read config " + in_quotes(path) + ": " + std::strerror(error));
   };
@@ -607,7 +657,49 @@ Config load_config_file(const std::string& path, const std::vector<std::string>&
   const int error = errno;
   std::fclose(file);
   if (failed) cannot_read(error);
-  return parse_config(text, path, overrides);
+  return text;
+}
+
+}  // namespace
+
+namespace {
+
+// The leaves of `map` (section `prefix`) as "key=value" settings, in file order.
+void collect_settings(const YAML::Node& map, const std::string& prefix, const Source& source,
+                      std::vector<std::string>& out) {
+  for (const auto& entry : map) {
+    const YAML::Mark mark = entry.first.Mark();
+    if (!entry.first.IsScalar()) {
+      throw InputError(source.label + ": keys must be names, got " + describe(entry.first) + line_suffix(source, mark));
+    }
+    const std::string key = prefix.empty() ? entry.first.Scalar() : prefix + "." + entry.first.Scalar();
+    if (find_field(key)) {
+      if (!entry.second.IsScalar()) {
+        throw InputError(source.label + ": " + key + ": expected a value, got " + describe(entry.second) +
+                         line_suffix(source, mark));
+      }
+      out.push_back(key + "=" + YAML::Dump(entry.second));
+    } else if (is_section(key) && entry.second.IsMap()) {
+      collect_settings(entry.second, key, source, out);
+    } else if (!(is_section(key) && entry.second.IsNull())) {
+      throw_unknown_key(key, source, mark);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> settings_file(const std::string& path) {
+  const Source source{in_quotes(path), /*has_lines=*/true};
+  const YAML::Node root = parse_root(read_config_text(path), source);
+  if (root[kBaseKey]) throw InputError(source.label + ": base: not in a settings file (give every key)");
+  std::vector<std::string> out;
+  collect_settings(root, "", source, out);
+  return out;
+}
+
+Config load_config_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_config(read_config_text(path), path, overrides);
 }
 
 void validate_config(const Config& c) {
@@ -746,13 +838,16 @@ void check_training_inputs(const Config& config, const std::string& source_name)
   }
 }
 
-std::string config_to_yaml(const Config& config_in) {
+std::string config_to_yaml(const Config& config_in, bool only_changed) {
   Config config = config_in;  // the field table hands out non-const pointers
+  Config defaults;
   YAML::Emitter out;
-  out << YAML::Comment("attnmt configuration: every key, defaults included (docs/config.md)");
+  out << YAML::Comment(only_changed ? "attnmt configuration: the keys whose values differ from the defaults (docs/config.md)"
+                                    : "attnmt configuration: every key, defaults included (docs/config.md)");
   out << YAML::BeginMap;
   std::vector<std::string> open;  // path components of the maps currently open
   for (const Field& field : kFields) {
+    if (only_changed && setting(field, config) == setting(field, defaults)) continue;
     std::vector<std::string> parts;
     std::string_view key = field.key;
     for (size_t start = 0;;) {

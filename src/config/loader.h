@@ -1,5 +1,7 @@
 // Reading, validating and writing the experiment configuration (see config.h).
-// Precedence: struct defaults < YAML file < --set overrides. Unknown keys are rejected with the
+// Precedence: struct defaults < the YAML file's `base:` chain (a config may start with
+// `base: other.yaml`, relative to its own file; the base's keys apply first) < the YAML file <
+// --set overrides. Unknown keys are rejected with the
 // closest valid key suggested. Every error is an InputError whose message names the file, the
 // key and, for YAML syntax errors, the line and column.
 #pragma once
@@ -31,12 +33,18 @@ void validate_config(const Config& config);
 void check_training_inputs(const Config& config, const std::string& source_name);
 
 // The fully resolved config as YAML (every key, defaults included); parse_config of the result
-// gives back an equal Config.
-std::string config_to_yaml(const Config& config);
+// gives back an equal Config. only_changed: only the keys whose values differ from the defaults
+// (parse_config of that gives back an equal Config too).
+std::string config_to_yaml(const Config& config, bool only_changed = false);
 
 // The config's values of the keys that start with `prefix`, as "key=value" overrides (values as
 // YAML scalars): given to parse_config, they set those keys to these values.
 std::vector<std::string> config_settings(const Config& config, const std::string& prefix);
+
+// A YAML file of some keys (nested maps, as in a config) as "key=value" settings in file order,
+// for the commands that apply settings to a stored config (translate --config decode.yaml).
+// Unknown keys are refused as a config's are, naming the file and line.
+std::vector<std::string> settings_file(const std::string& path);
 
 // All valid dotted keys (for help and suggestions).
 std::vector<std::string> config_keys();

@@ -4,12 +4,16 @@
 #include <numeric>
 #include <random>
 
+#include "util/progress.h"
+
 namespace attnmt {
 
 Dataset encode_dataset(const ParallelText& text, const Tokenizers& tokenizers, int max_length) {
   Dataset d;
   d.examples.reserve(text.src.size());
+  Progress progress("[data] tokenizing", "lines", static_cast<int64_t>(text.src.size()));
   for (size_t i = 0; i < text.src.size(); ++i) {
+    if (i % 1024 == 0) progress.update(static_cast<int64_t>(i));
     Example ex;
     ex.src = tokenizers.src->encode(text.src[i]);
     ex.tgt = tokenizers.tgt->encode(text.tgt[i]);

@@ -8,6 +8,7 @@
 
 #include "data/batcher.h"
 #include "util/error.h"
+#include "util/progress.h"
 #include "util/text_io.h"
 
 namespace attnmt {
@@ -117,7 +118,9 @@ Lexicon train_lexicon(const std::vector<std::vector<int>>& src, const std::vecto
 
   std::vector<float> t(cols.size(), 1.0f);  // uniform: only ratios within a position matter first
   std::vector<double> count(cols.size());
+  Progress progress("[lexicon] IBM Model 1", "iterations", iterations);
   for (int it = 0; it < iterations; ++it) {
+    progress.update(it);
     std::fill(count.begin(), count.end(), 0.0);
     size_t k = 0;
     for (uint32_t w : width) {

@@ -12,6 +12,7 @@
 #include "data/word_vocab.h"
 #include "util/error.h"
 #include "util/process.h"
+#include "util/progress.h"
 #include "util/logging.h"
 #include "util/text_io.h"
 
@@ -200,7 +201,11 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
     // Trained under a temporary name and renamed into place (.vocab first, .model last): a run
     // killed meanwhile leaves no half-written model that the next run would take for a real one.
     const auto temp = path(prefix + ".tmp." + std::to_string(::getpid()));
-    Tokenizer::train(all, temp, config, seed);
+    {
+      WaitingProgress waiting("[data] training the " + std::string(config.type == "none" ? "word vocabulary" : "SentencePiece model") +
+                              " on " + group_thousands(static_cast<int64_t>(all.size())) + " lines");
+      Tokenizer::train(all, temp, config, seed);
+    }
     fs::rename(temp + ".vocab", path(prefix + ".vocab"), ec);
     fs::rename(temp + ".model", model, ec);
     if (ec) throw RuntimeError("cannot write '" + model + "': " + ec.message());

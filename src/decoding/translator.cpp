@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <numeric>
+#include <optional>
 
 #include <ATen/Parallel.h>
 
@@ -10,6 +12,7 @@
 #include "parallel/workers.h"
 #include "util/error.h"
 #include "util/logging.h"
+#include "util/progress.h"
 
 namespace attnmt {
 
@@ -150,10 +153,25 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   const int workers = static_cast<int>(
       std::min<size_t>(resolve_workers(options.workers, device.is_cpu()), std::max<size_t>(batches, 1)));
   std::atomic<size_t> next{0};
+  std::optional<Progress> progress;
+  if (!options.progress_label.empty()) progress.emplace(options.progress_label, "sentences", static_cast<int64_t>(lines.size()));
+  std::mutex progress_mutex;
+  size_t decoded = lines.size() - order.size();  // blank lines are done
+  if (progress) progress->update(static_cast<int64_t>(decoded));
+  auto report = [&](size_t batch) {
+    if (!progress || !progress->enabled()) return;
+    const size_t start = batch * static_cast<size_t>(options.batch_size);
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    decoded += std::min(order.size(), start + static_cast<size_t>(options.batch_size)) - start;
+    progress->update(static_cast<int64_t>(decoded));
+  };
   run_workers(workers, at::get_num_threads() / workers, [&](int) {
     torch::InferenceMode worker_inference;
     try {
-      for (size_t k; (k = next.fetch_add(1)) < batches;) decode_batch(k);
+      for (size_t k; (k = next.fetch_add(1)) < batches;) {
+        decode_batch(k);
+        report(k);
+      }
     } catch (...) {
       next = batches;  // the other workers stop after their current batch
       throw;

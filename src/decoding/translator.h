@@ -16,6 +16,7 @@ struct TranslateOptions {
   int batch_size = 64;
   int workers = 0;               // batches decoded at once, each in a thread of its own (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (memory stays bounded); logged
+  std::string progress_label;    // "[translate]": a progress line on a terminal (util/progress.h); "" = none
 };
 
 struct Translation {

@@ -40,6 +40,7 @@
 #include "util/error.h"
 #include "util/host_tuning.h"
 #include "util/logging.h"
+#include "util/progress.h"
 #include "util/signals.h"
 #include "util/text_io.h"
 
@@ -165,6 +166,8 @@ class Trainer {
   void train_loop();
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
   void report();
+  int64_t step_budget(int64_t batches_per_epoch) const;
+  void show_progress(Progress& bar) const;
   ValidResult validate();
   // scheduled: a validation every train.valid_every updates, which drives the plateau schedule and
   // early stopping; the end-of-run one (a limit or a signal between scheduled ones) only reports
@@ -448,6 +451,7 @@ ValidResult Trainer::validate() {
     options.search.beam_size = cfg_.train.valid_beam_size;
     options.search.n_best = 1;
     options.search.sampling = false;  // the best model is chosen by what search finds, not by chance
+    options.progress_label = "[valid]";
     auto translations = translate_lines(*step_model, tokenizers_, valid_text_.src, options);
     std::vector<std::string> hyps;
     hyps.reserve(translations.size());
@@ -549,6 +553,7 @@ void Trainer::evaluate_test() {
   auto step_model = decoding_model();
   TranslateOptions options = translate_options(cfg_.decode);
   options.search.n_best = 1;
+  options.progress_label = "[test]";
   const auto start = std::chrono::steady_clock::now();
   auto translations = translate_lines(*step_model, tokenizers_, test.src, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -601,6 +606,25 @@ void Trainer::report() {
   log_->write(record);
 }
 
+// The updates the first limit of the config that applies in steps allows (0: none does).
+int64_t Trainer::step_budget(int64_t batches_per_epoch) const {
+  const auto& t = cfg_.train;
+  const int64_t by_epochs = t.max_epochs > 0 ? t.max_epochs * batches_per_epoch : 0;
+  if (t.max_steps > 0 && by_epochs > 0) return std::min<int64_t>(t.max_steps, by_epochs);
+  return t.max_steps > 0 ? t.max_steps : by_epochs;
+}
+
+void Trainer::show_progress(Progress& bar) const {
+  const auto& t = cfg_.train;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
+  std::vector<std::string> fields{fmt::format("epoch {}", progress_.epoch + 1)};
+  if (window_tokens_ > 0) fields.push_back(fmt::format("loss {:.3f}", window_loss_ / window_tokens_));
+  fields.push_back("next valid " + group_thousands((progress_.step / t.valid_every + 1) * t.valid_every));
+  if (t.max_minutes > 0) fields.push_back("time left " + format_duration(t.max_minutes * 60.0 - progress_.train_seconds));
+  bar.update(progress_.step, std::move(fields),
+             secs > 0 && window_tokens_ > 0 ? group_thousands(std::llround(window_tokens_ / secs)) + " tok/s" : "");
+}
+
 void Trainer::train_loop() {
   model_->train();
   run_start_ = window_start_ = std::chrono::steady_clock::now();
@@ -617,6 +641,11 @@ void Trainer::train_loop() {
   };
   constexpr int64_t kMaxNonFiniteInRow = 10;
   auto batches = epoch_batches(progress_.epoch, dist_->world_size());
+  std::optional<Progress> bar;  // rank 0's progress line on a terminal
+  if (is_main()) {
+    bar.emplace("[train]", "step", step_budget(static_cast<int64_t>(batches.size())));
+    bar->update(progress_.step);  // where the rate and the ETA count from (a resumed run: its step)
+  }
   for (;;) {
     const StopDecision decision = agree_stop();
     if (decision.signal) {
@@ -653,6 +682,7 @@ void Trainer::train_loop() {
     ++progress_.step;
     progress_.train_seconds = elapsed();
     if (!is_main()) continue;  // rank 0 alone reports, validates and writes checkpoints
+    if (bar->enabled()) show_progress(*bar);
     if (progress_.step % cfg_.train.report_every == 0) {
       report();
       reset_window();
@@ -663,6 +693,7 @@ void Trainer::train_loop() {
     }
   }
   if (!is_main()) return;
+  bar->finish();
   if (last_validated_step_ != progress_.step) after_validation(validate(), /*scheduled=*/false);
   spdlog::info("[train] finished at step {} (epoch {}), {:.0f}s of training, best valid {} {:.2f}", progress_.step,
                progress_.epoch, progress_.train_seconds, cfg_.train.valid_metric,

@@ -6,11 +6,26 @@
 #include <memory>
 #include <vector>
 
+#include "util/progress.h"
+
 namespace attnmt {
+
+namespace {
+
+// The console sink: a progress line being drawn (util/progress.h) is cleared before a message.
+class ConsoleSink : public spdlog::sinks::stderr_color_sink_mt {
+ public:
+  void log(const spdlog::details::log_msg& msg) override {
+    clear_progress_line();
+    spdlog::sinks::stderr_color_sink_mt::log(msg);
+  }
+};
+
+}  // namespace
 
 void setup_logging(bool debug, const std::string& log_file) {
   std::vector<spdlog::sink_ptr> sinks;
-  sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  sinks.push_back(std::make_shared<ConsoleSink>());
   if (!log_file.empty()) {
     sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file, /*truncate=*/false));
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "config/loader.h"
@@ -724,4 +725,117 @@ TEST_CASE("config: invalid UTF-8 and NUL bytes are errors naming line and byte",
     message = e.what();
   }
   CHECK_THAT(message, Contains("invalid UTF-8"));
+}
+
+TEST_CASE("config: base: a config builds on another, relative to its own file", "[config]") {
+  TempDir dir("base");
+  fs::create_directories(dir.path / "sub");
+  dir.file("grand.yaml", "model:\n  embedding_size: 64\n  encoder:\n    layers: 3\ntrain:\n  max_steps: 5\n");
+  dir.file("parent.yaml", "base: grand.yaml\ntrain:\n  max_steps: 6\n  seed: 7\n");
+  const std::string child = dir.file("sub/child.yaml", "base: ../parent.yaml\nmodel:\n  encoder:\n    layers: 1\n");
+  SECTION("a chain: the nearer file wins, then --set") {
+    const Config c = attnmt::load_config_file(child, {"train.seed=9"});
+    CHECK(c.model.embedding_size == 64);  // from grand
+    CHECK(c.model.encoder.layers == 1);   // child over grand
+    CHECK(c.train.max_steps == 6);        // parent over grand
+    CHECK(c.train.seed == 9);             // --set over all
+    CHECK(c.model.decoder.layers == Config().model.decoder.layers);  // the defaults below everything
+  }
+  SECTION("a cycle is refused, naming the chain") {
+    const std::string a = dir.file("a.yaml", "base: b.yaml\n");
+    dir.file("b.yaml", "base: a.yaml\ntrain:\n  seed: 1\n");
+    const auto message = error_of([&] { attnmt::load_config_file(a); });
+    CHECK_THAT(message, Contains("a cycle of configs") && Contains("a.yaml -> ") && Contains("b.yaml -> "));
+    const std::string self = dir.file("self.yaml", "base: self.yaml\n");
+    CHECK_THAT(error_of([&] { attnmt::load_config_file(self); }), Contains("a cycle of configs"));
+  }
+  SECTION("a missing base, a base that is not a path, a bad key in the base") {
+    const std::string missing = dir.file("missing.yaml", "base: nowhere.yaml\n");
+    CHECK_THAT(error_of([&] { attnmt::load_config_file(missing); }),
+               Contains("cannot read config '" + (dir.path / "nowhere.yaml").string() + "'"));
+    const std::string list = dir.file("list.yaml", "train:\n  seed: 1\nbase: [a.yaml]\n");
+    CHECK_THAT(error_of([&] { attnmt::load_config_file(list); }),
+               Contains("base: expected the path of a config file, got a list") && Contains("line 3"));
+    dir.file("badbase.yaml", "train:\n  sed: 1\n");
+    const std::string user = dir.file("user.yaml", "base: badbase.yaml\n");
+    CHECK_THAT(error_of([&] { attnmt::load_config_file(user); }),
+               Contains("unknown key 'train.sed' in '" + (dir.path / "badbase.yaml").string() + "'"));
+  }
+}
+
+TEST_CASE("config: every shipped config resolves to what its full copy resolved to", "[config]") {
+  // tests/data/resolved_configs/<dir>/<name>.yaml: config_to_yaml of configs/<dir>/<name>.yaml
+  // when every config was a full copy; the configs now build on default.yaml (or rnn256.yaml) with
+  // base:. A deliberate change to a config: regenerate its file with `attnmt config CONFIG > FILE`.
+  const fs::path resolved = fs::path(ATTNMT_TEST_DATA_DIR) / "resolved_configs";
+  int count = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(resolved)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const fs::path config =
+        fs::path(ATTNMT_SOURCE_DIR) / "configs" / entry.path().parent_path().filename() / entry.path().filename();
+    INFO(config.string());
+    REQUIRE(fs::exists(config));
+    std::ifstream in(entry.path());
+    const std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(attnmt::config_to_yaml(attnmt::load_config_file(config.string())) == expected);
+    ++count;
+  }
+  CHECK(count == 22);
+}
+
+TEST_CASE("config: the minimal YAML has only what differs from the defaults, and gives the same config",
+          "[config]") {
+  const Config c = parse_config("model:\n  encoder:\n    layers: 3\ndecode:\n  beam_size: 7\n", "cfg.yaml");
+  const std::string minimal = attnmt::config_to_yaml(c, /*only_changed=*/true);
+  CHECK_THAT(minimal, Contains("layers: 3") && Contains("beam_size: 7"));
+  CHECK_THAT(minimal, !Contains("hidden_size") && !Contains("max_steps"));
+  CHECK(attnmt::config_to_yaml(parse_config(minimal, "minimal.yaml")) == attnmt::config_to_yaml(c));
+  CHECK_THAT(attnmt::config_to_yaml(Config(), true), !Contains("model"));
+}
+
+TEST_CASE("config: a settings file gives its keys as settings, in file order", "[config]") {
+  TempDir dir("settings");
+  const std::string ok = dir.file("decode.yaml", "decode:\n  beam_size: 3\n  length_penalty: 1.0\nthreads: 1\n");
+  CHECK(attnmt::settings_file(ok) ==
+        std::vector<std::string>{"decode.beam_size=3", "decode.length_penalty=1.0", "threads=1"});
+  const std::string bad = dir.file("bad.yaml", "decode:\n  beam: 3\n");
+  CHECK_THAT(error_of([&] { attnmt::settings_file(bad); }),
+             Contains("unknown key 'decode.beam' in '" + bad + "' at line 2"));
+  const std::string based = dir.file("based.yaml", "base: decode.yaml\n");
+  CHECK_THAT(error_of([&] { attnmt::settings_file(based); }), Contains("base: not in a settings file"));
+  const std::string nested = dir.file("nested.yaml", "decode:\n  beam_size: [1, 2]\n");
+  CHECK_THAT(error_of([&] { attnmt::settings_file(nested); }), Contains("decode.beam_size: expected a value, got a list"));
+}
+
+TEST_CASE("config: the commented default config shows every key", "[config]") {
+  // configs/multi30k_de_en/default.yaml: each key set, or commented out ("# key: value") where it
+  // keeps its default. Paths are followed by indentation; flow maps ({src: ..., tgt: ...}) count.
+  std::ifstream in(fs::path(ATTNMT_SOURCE_DIR) / "configs" / "multi30k_de_en" / "default.yaml");
+  std::set<std::string> shown;
+  std::vector<std::pair<size_t, std::string>> open;  // (indent, section) of the maps we are in
+  for (std::string line; std::getline(in, line);) {
+    const size_t hash = line.find_first_not_of(' ');
+    if (hash != std::string::npos && line[hash] == '#') line.erase(hash, line[hash + 1] == ' ' ? 2 : 1);
+    const size_t indent = line.find_first_not_of(' ');
+    const size_t colon = line.find(':');
+    if (indent == std::string::npos || colon == std::string::npos || line[indent] == '#') continue;
+    const std::string name = line.substr(indent, colon - indent);
+    if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos) continue;  // prose
+    while (!open.empty() && open.back().first >= indent) open.pop_back();
+    std::string path;
+    for (const auto& o : open) path += o.second + ".";
+    std::string value = line.substr(colon + 1);
+    value = value.substr(0, value.find(" #"));
+    if (value.find_first_not_of(' ') == std::string::npos) {
+      open.emplace_back(indent, name);
+    } else if (value.find('{') != std::string::npos) {
+      for (const char* leaf : {"src", "tgt"}) shown.insert(path + name + "." + leaf);
+    } else {
+      shown.insert(path + name);
+    }
+  }
+  for (const auto& key : attnmt::config_keys()) {
+    INFO(key);
+    CHECK(shown.count(key) == 1);
+  }
 }
