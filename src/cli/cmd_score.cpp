@@ -1,16 +1,22 @@
 // attnmt score: corpus BLEU and chrF of a hypothesis file against one reference, computed as
 // sacreBLEU 2.x does with its defaults (see eval/metrics.h).
 //   attnmt score --ref REF [--hyp HYP] [--metrics bleu,chrf] [--json]
+//   attnmt score --ref REF --hyp BASELINE --hyp SYSTEM... (--paired-bs | --paired-ar) [--paired-n N] [--seed S] [--json]
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <spdlog/fmt/fmt.h>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "eval/metrics.h"
+#include "eval/significance.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -22,9 +28,12 @@ const std::vector<std::string> kValidMetrics = {"bleu", "chrf"};
 
 struct ScoreOptions {
   std::string ref_path;
-  std::string hyp_path;  // empty: read hypotheses from stdin
+  std::vector<std::string> hyp_paths;  // empty: read hypotheses from stdin; several: --paired-*
   std::string metrics = "bleu,chrf";
   bool json = false;
+  bool paired_bs = false, paired_ar = false;
+  int samples = 0;      // 0: 1,000 resamples (bs) or 10,000 trials (ar), as sacreBLEU
+  uint64_t seed = 12345;  // sacreBLEU's default SACREBLEU_SEED
 };
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
@@ -60,17 +69,86 @@ std::vector<std::string> parse_metrics(const std::string& spec) {
   return metrics;
 }
 
+// A hypothesis file's lines, as many as the reference's (the message names both files).
+std::vector<std::string> read_hypotheses(const std::string& path, const ScoreOptions& options, size_t ref_lines) {
+  const std::vector<std::string> hyps = read_lines(path.empty() ? "-" : path);
+  if (hyps.size() != ref_lines) {
+    throw InputError("'" + (path.empty() ? std::string("<stdin>") : path) + "' has " + std::to_string(hyps.size()) +
+                     " lines but '" + options.ref_path + "' has " + std::to_string(ref_lines));
+  }
+  return hyps;
+}
+
+double bleu_score(const std::vector<double>& stats) { return bleu_from_stats(stats).score; }
+double chrf_score(const std::vector<double>& stats) { return chrf_from_stats(stats).score; }
+
+// --paired-bs / --paired-ar: the first --hyp is the baseline. A table like sacreBLEU's, or with
+// --json a list in sacreBLEU's -f json shape.
+void run_paired(const ScoreOptions& options, const std::vector<std::string>& metrics,
+                const std::vector<std::string>& refs) {
+  if (options.hyp_paths.size() < 2) throw InputError("--paired-bs/--paired-ar: give the baseline and at least one system (--hyp twice or more)");
+  const bool bs = options.paired_bs;
+  const int n = options.samples > 0 ? options.samples : (bs ? 1000 : 10000);
+  std::vector<std::vector<std::string>> systems;
+  for (const auto& path : options.hyp_paths) systems.push_back(read_hypotheses(path, options, refs.size()));
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t k = 0; k < systems.size(); ++k) {
+    out.push_back({{"system", (k == 0 ? "Baseline: " : "") + options.hyp_paths[k]}});
+  }
+  std::vector<std::string> names;
+  for (const auto& metric : metrics) {
+    const std::string name = metric == "bleu" ? "BLEU" : "chrF2";
+    names.push_back(name);
+    std::vector<MetricStats> stats(systems.size());
+    for (size_t k = 0; k < systems.size(); ++k) {
+      for (size_t s = 0; s < refs.size(); ++s) {
+        stats[k].sentences.push_back(metric == "bleu" ? bleu_sentence_stats(systems[k][s], refs[s])
+                                                      : chrf_sentence_stats(systems[k][s], refs[s]));
+      }
+      stats[k].score = metric == "bleu" ? &bleu_score : &chrf_score;
+    }
+    const auto results = bs ? paired_bootstrap(stats, n, options.seed) : paired_approximate_randomization(stats, n, options.seed);
+    for (size_t k = 0; k < results.size(); ++k) {
+      auto optional = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
+      out[k][name] = {{"score", results[k].score}, {"p_value", optional(results[k].p_value)},
+                      {"mean", optional(results[k].mean)}, {"ci", optional(results[k].ci)}};
+    }
+  }
+  if (options.json) {
+    std::cout << out.dump(4) << "\n";
+    return;
+  }
+  // System | per metric: score (mean ± ci) and, for systems, (p = ...), * where p < 0.05.
+  std::printf("%s test, %d %s, seed %llu; p < 0.05 marked *\n",
+              bs ? "Paired bootstrap resampling" : "Paired approximate randomization", n,
+              bs ? "resamples" : "trials", static_cast<unsigned long long>(options.seed));
+  size_t width = 0;
+  for (const auto& system : out) width = std::max(width, system["system"].get<std::string>().size());
+  for (const auto& system : out) {
+    std::printf("%-*s", static_cast<int>(width), system["system"].get<std::string>().c_str());
+    for (const auto& name : names) {
+      const auto& r = system[name];
+      std::string cell = fmt::format("{:.2f}", r["score"].get<double>());
+      if (!r["mean"].is_null()) cell += fmt::format(" ({:.2f} ± {:.2f})", r["mean"].get<double>(), r["ci"].get<double>());
+      if (!r["p_value"].is_null()) {
+        const double p = r["p_value"].get<double>();
+        cell += fmt::format(" (p = {:.4f}){}", p, p < 0.05 ? "*" : "");
+      }
+      std::printf("  %s %-36s", name.c_str(), cell.c_str());
+    }
+    std::printf("\n");
+  }
+}
+
 void run_score(const ScoreOptions& options) {
   const std::vector<std::string> metrics = parse_metrics(options.metrics);
   const std::vector<std::string> refs = read_lines(options.ref_path);
-  const std::string hyp_name = options.hyp_path.empty() ? "<stdin>" : options.hyp_path;
-  const std::vector<std::string> hyps =
-      read_lines(options.hyp_path.empty() ? "-" : options.hyp_path);
-  // Checked here (not left to corpus_bleu) so that the message names both files.
-  if (hyps.size() != refs.size()) {
-    throw InputError("'" + hyp_name + "' has " + std::to_string(hyps.size()) +
-                     " lines but '" + options.ref_path + "' has " + std::to_string(refs.size()));
+  if (options.paired_bs || options.paired_ar) {
+    run_paired(options, metrics, refs);
+    return;
   }
+  if (options.hyp_paths.size() > 1) throw InputError("--hyp given " + std::to_string(options.hyp_paths.size()) + " times: compare systems with --paired-bs or --paired-ar");
+  const std::vector<std::string> hyps = read_hypotheses(options.hyp_paths.empty() ? "" : options.hyp_paths.front(), options, refs.size());
 
   nlohmann::json json_out = nlohmann::json::object();
   nlohmann::json signatures = nlohmann::json::object();
@@ -115,11 +193,20 @@ void add_score_command(CLI::App& app, const GlobalOptions& /*global*/) {
       "score", "Corpus BLEU and chrF of hypotheses against a reference (sacreBLEU defaults)");
   sub->add_option("--ref", options->ref_path, "Reference file, one sentence per line")
       ->required();
-  sub->add_option("--hyp", options->hyp_path,
-                  "Hypothesis file, one sentence per line (default: read standard input)");
+  sub->add_option("--hyp", options->hyp_paths,
+                  "Hypothesis file, one sentence per line (default: read standard input); with --paired-*: "
+                  "the baseline first, then the systems");
   sub->add_option("--metrics", options->metrics, "Comma-separated metrics: bleu, chrf")
       ->capture_default_str();
   sub->add_flag("--json", options->json, "Print one JSON object instead of text");
+  auto* bs = sub->add_flag("--paired-bs", options->paired_bs,
+                           "Paired bootstrap resampling of each --hyp against the first (Koehn, 2004)");
+  sub->add_flag("--paired-ar", options->paired_ar,
+                "Paired approximate randomization of each --hyp against the first (Riezler & Maxwell, 2005)")
+      ->excludes(bs);
+  sub->add_option("--paired-n", options->samples, "Resamples (default 1,000) or trials (default 10,000)")
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--seed", options->seed, "The resampling seed (default 12345, as sacreBLEU's)");
   sub->callback([options] { run_score(*options); });
 }
 

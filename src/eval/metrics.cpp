@@ -20,6 +20,8 @@ namespace {
 constexpr int kBleuMaxOrder = 4;
 constexpr int kChrfCharOrder = 6;
 constexpr double kChrfBeta = 2.0;
+constexpr int kBleuStats = 2 + 2 * kBleuMaxOrder;
+constexpr int kChrfStats = 3 * kChrfCharOrder;
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8 helpers
@@ -252,28 +254,34 @@ std::string tokenize_13a(const std::string& line) {
   return normalize_spaces(padded);
 }
 
-BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
-  check_sizes(hyps, refs);
+std::vector<double> bleu_sentence_stats(const std::string& hyp_line, const std::string& ref_line) {
+  std::vector<double> stats(kBleuStats, 0.0);  // sys_len, ref_len, counts[4], totals[4]
+  // sacreBLEU right-strips before tokenizing; 13a drops surrounding spaces anyway.
+  const std::string hyp = tokenize_13a(hyp_line);
+  const std::string ref = tokenize_13a(ref_line);
+  const TokenSpans hyp_tokens = split_tokens(hyp);
+  const TokenSpans ref_tokens = split_tokens(ref);
+  const size_t hyp_len = hyp_tokens.begin.size();
+  stats[0] = static_cast<double>(hyp_len);
+  stats[1] = static_cast<double>(ref_tokens.begin.size());
+  for (int n = 1; n <= kBleuMaxOrder; ++n) {
+    if (hyp_len < static_cast<size_t>(n)) break;
+    stats[1 + n] = static_cast<double>(clipped_matches(word_ngrams(hyp, hyp_tokens, n), word_ngrams(ref, ref_tokens, n)));
+    stats[1 + kBleuMaxOrder + n] = static_cast<double>(hyp_len - n + 1);
+  }
+  return stats;
+}
+
+BleuResult bleu_from_stats(const std::vector<double>& stats) {
   BleuResult result;
+  result.sys_len = static_cast<long>(stats[0]);
+  result.ref_len = static_cast<long>(stats[1]);
   result.counts.assign(kBleuMaxOrder, 0);
   result.totals.assign(kBleuMaxOrder, 0);
   result.precisions.assign(kBleuMaxOrder, 0.0);
-
-  for (size_t s = 0; s < hyps.size(); ++s) {
-    // sacreBLEU right-strips before tokenizing; 13a drops surrounding spaces anyway.
-    const std::string hyp = tokenize_13a(hyps[s]);
-    const std::string ref = tokenize_13a(refs[s]);
-    const TokenSpans hyp_tokens = split_tokens(hyp);
-    const TokenSpans ref_tokens = split_tokens(ref);
-    const size_t hyp_len = hyp_tokens.begin.size();
-    result.sys_len += static_cast<long>(hyp_len);
-    result.ref_len += static_cast<long>(ref_tokens.begin.size());
-    for (int n = 1; n <= kBleuMaxOrder; ++n) {
-      if (hyp_len < static_cast<size_t>(n)) break;
-      result.totals[n - 1] += static_cast<long>(hyp_len) - n + 1;
-      result.counts[n - 1] += clipped_matches(word_ngrams(hyp, hyp_tokens, n),
-                                              word_ngrams(ref, ref_tokens, n));
-    }
+  for (int n = 0; n < kBleuMaxOrder; ++n) {
+    result.counts[n] = static_cast<long>(stats[2 + n]);
+    result.totals[n] = static_cast<long>(stats[2 + kBleuMaxOrder + n]);
   }
 
   if (result.sys_len < result.ref_len) {
@@ -307,16 +315,19 @@ BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<s
   return result;
 }
 
-ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
   check_sizes(hyps, refs);
-  // Per order: hypothesis n-grams, reference n-grams, matches; summed over the corpus.
-  std::vector<long> hyp_total(kChrfCharOrder, 0), ref_total(kChrfCharOrder, 0),
-      matches(kChrfCharOrder, 0);
+  std::vector<double> sum(kBleuStats, 0.0);
+  for (size_t s = 0; s < hyps.size(); ++s) {
+    const auto stats = bleu_sentence_stats(hyps[s], refs[s]);
+    for (int i = 0; i < kBleuStats; ++i) sum[i] += stats[i];
+  }
+  return bleu_from_stats(sum);
+}
 
+std::vector<double> chrf_sentence_stats(const std::string& hyp_line, const std::string& ref_line) {
   // Whitespace is removed (Python's ''.join(line.split())), then each code point is a character.
   const auto prepare = [](const std::string& line, std::string* text, std::vector<size_t>* starts) {
-    text->clear();
-    starts->clear();
     for (size_t i = 0; i < line.size();) {
       char32_t cp;
       const size_t length = utf8_length(line, i, &cp);
@@ -328,32 +339,35 @@ ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<s
     }
     starts->push_back(text->size());
   };
-
   std::string hyp, ref;
   std::vector<size_t> hyp_starts, ref_starts;
-  for (size_t s = 0; s < hyps.size(); ++s) {
-    prepare(hyps[s], &hyp, &hyp_starts);
-    prepare(refs[s], &ref, &ref_starts);
-    const long hyp_chars = static_cast<long>(hyp_starts.size()) - 1;
-    const long ref_chars = static_cast<long>(ref_starts.size()) - 1;
-    for (int n = 1; n <= kChrfCharOrder; ++n) {
-      hyp_total[n - 1] += std::max(0L, hyp_chars - n + 1);
-      ref_total[n - 1] += std::max(0L, ref_chars - n + 1);
-      if (hyp_chars >= n && ref_chars >= n) {
-        matches[n - 1] += clipped_matches(char_ngrams(hyp, hyp_starts, n),
-                                          char_ngrams(ref, ref_starts, n));
-      }
+  prepare(hyp_line, &hyp, &hyp_starts);
+  prepare(ref_line, &ref, &ref_starts);
+  // Per order n: hypothesis n-grams, reference n-grams, matches.
+  std::vector<double> stats(kChrfStats, 0.0);
+  const long hyp_chars = static_cast<long>(hyp_starts.size()) - 1;
+  const long ref_chars = static_cast<long>(ref_starts.size()) - 1;
+  for (int n = 1; n <= kChrfCharOrder; ++n) {
+    stats[3 * (n - 1)] = static_cast<double>(std::max(0L, hyp_chars - n + 1));
+    stats[3 * (n - 1) + 1] = static_cast<double>(std::max(0L, ref_chars - n + 1));
+    if (hyp_chars >= n && ref_chars >= n) {
+      stats[3 * (n - 1) + 2] =
+          static_cast<double>(clipped_matches(char_ngrams(hyp, hyp_starts, n), char_ngrams(ref, ref_starts, n)));
     }
   }
+  return stats;
+}
 
+ChrfResult chrf_from_stats(const std::vector<double>& stats) {
   // sacreBLEU without eps smoothing: precision and recall averaged over the orders where both
   // sides have n-grams, then one F-beta score from the averages.
   double avg_precision = 0.0, avg_recall = 0.0;
   int effective_order = 0;
   for (int n = 0; n < kChrfCharOrder; ++n) {
-    if (hyp_total[n] > 0 && ref_total[n] > 0) {
-      avg_precision += static_cast<double>(matches[n]) / static_cast<double>(hyp_total[n]);
-      avg_recall += static_cast<double>(matches[n]) / static_cast<double>(ref_total[n]);
+    const double hyp_total = stats[3 * n], ref_total = stats[3 * n + 1], matches = stats[3 * n + 2];
+    if (hyp_total > 0 && ref_total > 0) {
+      avg_precision += matches / hyp_total;
+      avg_recall += matches / ref_total;
       ++effective_order;
     }
   }
@@ -366,6 +380,16 @@ ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<s
   result.score = 100.0 * (1.0 + beta_square) * avg_precision * avg_recall /
                  (beta_square * avg_precision + avg_recall);
   return result;
+}
+
+ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+  check_sizes(hyps, refs);
+  std::vector<double> sum(kChrfStats, 0.0);
+  for (size_t s = 0; s < hyps.size(); ++s) {
+    const auto stats = chrf_sentence_stats(hyps[s], refs[s]);
+    for (int i = 0; i < kChrfStats; ++i) sum[i] += stats[i];
+  }
+  return chrf_from_stats(sum);
 }
 
 std::string BleuResult::signature() const {

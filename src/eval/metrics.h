@@ -32,6 +32,14 @@ struct ChrfResult {
 BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
 ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
 
+// A sentence's sufficient statistics, whose sums over a corpus (or a resample of it) give the
+// corpus score: BLEU's [hyp length, ref length, matches n = 1..4, hyp n-grams n = 1..4], chrF's
+// [hyp n-grams, ref n-grams, matches] per character order 1..6. Doubles: sums of many are exact.
+std::vector<double> bleu_sentence_stats(const std::string& hyp, const std::string& ref);
+BleuResult bleu_from_stats(const std::vector<double>& summed);
+std::vector<double> chrf_sentence_stats(const std::string& hyp, const std::string& ref);
+ChrfResult chrf_from_stats(const std::vector<double>& summed);
+
 // sacreBLEU's 13a tokenizer (mteval-v13a), exposed for tests and alignment tools.
 std::string tokenize_13a(const std::string& line);
 

@@ -318,6 +318,21 @@ const std::vector<Case>& cases() {
          write(d / "hyp.txt", "a\n\xE2\x82\n");
          return "score --ref " + (d / "hyp.txt").string() + " --hyp " + (d / "hyp.txt").string(); },
        2, {"hyp.txt' line 2: invalid UTF-8 at byte 0"}},
+      {"score: a paired test of one system", [](const fs::path&) {
+         return "score --ref " + kData + "/tiny.en --hyp " + kData + "/tiny.en --paired-bs"; },
+       2, {"--paired-bs/--paired-ar: give the baseline and at least one system"}},
+      {"score: two systems without a paired test", [](const fs::path&) {
+         return "score --ref " + kData + "/tiny.en --hyp " + kData + "/tiny.en --hyp " + kData + "/tiny.en"; },
+       2, {"--hyp given 2 times", "--paired-bs or --paired-ar"}},
+      {"score: a paired system of another length", [](const fs::path& d) {
+         write(d / "hyp.txt", "a\nb\nc\n");
+         return "score --ref " + kData + "/tiny.en --hyp " + kData + "/tiny.en --hyp " + (d / "hyp.txt").string() +
+                " --paired-ar"; },
+       2, {"hyp.txt' has 3 lines but", "tiny.en' has 30"}},
+      {"score: both paired tests", [](const fs::path&) {
+         return "score --ref " + kData + "/tiny.en --hyp " + kData + "/tiny.en --hyp " + kData +
+                "/tiny.en --paired-ar --paired-bs"; },
+       2, {"--paired-"}},
   };
   return table;
 }
