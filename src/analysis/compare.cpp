@@ -17,6 +17,7 @@
 #include "config/loader.h"
 #include "data/corpus.h"
 #include "eval/metrics.h"
+#include "eval/significance.h"
 #include "runtime/compute.h"
 #include "io/model_file.h"
 #include "util/error.h"
@@ -119,6 +120,25 @@ bool training_finished(const Config& config) {
   return t.max_steps <= 0 && t.max_epochs <= 0 && t.max_minutes <= 0 && t.patience <= 0;
 }
 
+namespace {
+
+// Each row's BLEU and chrF p-values against the first row (paired bootstrap resampling, 1,000
+// resamples, sacreBLEU's seed: the numbers `attnmt score --paired-bs` gives for these outputs).
+void mark_significance(const std::vector<std::vector<std::string>>& hyps, const std::vector<std::string>& refs,
+                       CompareReport* report) {
+  if (hyps.size() < 2) return;
+  for (const bool bleu : {true, false}) {
+    std::vector<MetricStats> systems;
+    for (const auto& h : hyps) systems.push_back(bleu ? bleu_stats(h, refs) : chrf_stats(h, refs));
+    const auto results = paired_bootstrap(systems, /*resamples=*/1000, /*seed=*/12345);
+    for (size_t k = 1; k < results.size(); ++k) {
+      (bleu ? report->variants[k].row.bleu_p : report->variants[k].row.chrf_p) = *results[k].p_value;
+    }
+  }
+}
+
+}  // namespace
+
 CompareReport compare(const CompareOptions& options) {
   if (options.configs.empty()) throw InputError("compare: no config given");
   if (options.test_src.empty() != options.test_tgt.empty()) {
@@ -201,7 +221,8 @@ CompareReport compare(const CompareOptions& options) {
   if (ec) throw InputError("--report: cannot create '" + out_dir.string() + "': " + ec.message());
 
   const std::string self = self_executable();
-  Progress bar("[compare]", "configs", static_cast<int64_t>(variants.size()));
+  std::vector<std::vector<std::string>> all_hyps;  // each variant's test output
+    Progress bar("[compare]", "configs", static_cast<int64_t>(variants.size()));
   int64_t done = 0;
   auto phase = [&](const Variant& v, const std::string& what) { bar.update(done, {v.name + ": " + what}, "", true); };
   for (const auto& v : variants) {
@@ -264,6 +285,7 @@ CompareReport compare(const CompareOptions& options) {
     row.decode_sentences_per_sec = test_text.src.size() / std::max(row.decode_seconds, 1e-9);
     row.peak_rss_mib = decoded.peak_rss_mib;
     const auto hyps = read_lines(hyp_path);
+    all_hyps.push_back(hyps);
     row.bleu = corpus_bleu(hyps, test_text.tgt).score;
     row.chrf = corpus_chrf(hyps, test_text.tgt).score;
 
@@ -302,6 +324,7 @@ CompareReport compare(const CompareOptions& options) {
     report.variants.push_back(std::move(vr));
   }
 
+  mark_significance(all_hyps, test_text.tgt, &report);
   if (!scratch) {
     write_file_atomic((out_dir / "results.md").string(), results_markdown(report));
     write_file_atomic((out_dir / "results.csv").string(), results_csv(report));

@@ -79,9 +79,6 @@ std::vector<std::string> read_hypotheses(const std::string& path, const ScoreOpt
   return hyps;
 }
 
-double bleu_score(const std::vector<double>& stats) { return bleu_from_stats(stats).score; }
-double chrf_score(const std::vector<double>& stats) { return chrf_from_stats(stats).score; }
-
 // --paired-bs / --paired-ar: the first --hyp is the baseline. A table like sacreBLEU's, or with
 // --json a list in sacreBLEU's -f json shape.
 void run_paired(const ScoreOptions& options, const std::vector<std::string>& metrics,
@@ -99,14 +96,8 @@ void run_paired(const ScoreOptions& options, const std::vector<std::string>& met
   for (const auto& metric : metrics) {
     const std::string name = metric == "bleu" ? "BLEU" : "chrF2";
     names.push_back(name);
-    std::vector<MetricStats> stats(systems.size());
-    for (size_t k = 0; k < systems.size(); ++k) {
-      for (size_t s = 0; s < refs.size(); ++s) {
-        stats[k].sentences.push_back(metric == "bleu" ? bleu_sentence_stats(systems[k][s], refs[s])
-                                                      : chrf_sentence_stats(systems[k][s], refs[s]));
-      }
-      stats[k].score = metric == "bleu" ? &bleu_score : &chrf_score;
-    }
+    std::vector<MetricStats> stats;
+    for (const auto& hyps : systems) stats.push_back(metric == "bleu" ? bleu_stats(hyps, refs) : chrf_stats(hyps, refs));
     const auto results = bs ? paired_bootstrap(stats, n, options.seed) : paired_approximate_randomization(stats, n, options.seed);
     for (size_t k = 0; k < results.size(); ++k) {
       auto optional = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };

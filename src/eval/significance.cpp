@@ -6,6 +6,9 @@
 #include <random>
 #include <stdexcept>
 
+#include "eval/metrics.h"
+#include "util/error.h"
+
 namespace attnmt {
 
 namespace {
@@ -41,7 +44,28 @@ void check(const std::vector<MetricStats>& systems) {
   }
 }
 
+MetricStats metric_stats(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                         std::vector<double> (*sentence)(const std::string&, const std::string&),
+                         double (*score)(const std::vector<double>&)) {
+  if (hyps.size() != refs.size()) {
+    throw InputError("significance: " + std::to_string(hyps.size()) + " hypotheses for " +
+                     std::to_string(refs.size()) + " references");
+  }
+  MetricStats m;
+  for (size_t s = 0; s < hyps.size(); ++s) m.sentences.push_back(sentence(hyps[s], refs[s]));
+  m.score = score;
+  return m;
+}
+
 }  // namespace
+
+MetricStats bleu_stats(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+  return metric_stats(hyps, refs, &bleu_sentence_stats, [](const std::vector<double>& x) { return bleu_from_stats(x).score; });
+}
+
+MetricStats chrf_stats(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
+  return metric_stats(hyps, refs, &chrf_sentence_stats, [](const std::vector<double>& x) { return chrf_from_stats(x).score; });
+}
 
 std::pair<double, double> bootstrap_mean_ci(std::vector<double> scores) {
   std::sort(scores.begin(), scores.end());

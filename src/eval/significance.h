@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace attnmt {
@@ -24,6 +25,10 @@ struct MetricStats {
   std::vector<std::vector<double>> sentences;                  // one row of statistics per sentence
   std::function<double(const std::vector<double>&)> score;     // corpus score of summed statistics
 };
+
+// A system's BLEU or chrF statistics on a test set (InputError if the sizes differ).
+MetricStats bleu_stats(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
+MetricStats chrf_stats(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);
 
 struct SignificanceResult {
   double score = 0;                 // the system's corpus score

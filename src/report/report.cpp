@@ -17,6 +17,9 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+// A p-value against the first row, "*" where p < 0.05; "–" for the first row itself.
+std::string p_value_text(double p) { return fixed(p, 3) + (std::isfinite(p) && p < 0.05 ? "*" : ""); }
+
 std::string grouped(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v), out;
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -44,6 +47,10 @@ std::vector<Column> columns(const CompareReport& report) {
        [](const VariantRow& r) { return r.bleu; }},
       {"chrf", "chrF", [](const VariantRow& r) { return fixed(r.chrf, 2); },
        [](const VariantRow& r) { return r.chrf; }},
+      {"bleu_p", "p BLEU", [](const VariantRow& r) { return p_value_text(r.bleu_p); },
+       [](const VariantRow& r) { return r.bleu_p; }},
+      {"chrf_p", "p chrF", [](const VariantRow& r) { return p_value_text(r.chrf_p); },
+       [](const VariantRow& r) { return r.chrf_p; }},
       {"valid_ppl", "valid ppl", [](const VariantRow& r) { return fixed(r.valid_ppl, 2); },
        [](const VariantRow& r) { return r.valid_ppl; }},
       {"train_tgt_tokens_per_sec", "train tgt tok/s",
@@ -326,13 +333,14 @@ std::string results_csv(const CompareReport& report) {
     return std::string(buf);
   };
   std::string out =
-      "variant,config,attention,decoder_style,parameters,bleu,chrf,valid_ppl,train_tgt_tokens_per_sec,beam_size,"
+      "variant,config,attention,decoder_style,parameters,bleu,chrf,bleu_p,chrf_p,valid_ppl,train_tgt_tokens_per_sec,beam_size,"
       "decode_sentences_per_sec,decode_seconds,decode_process_seconds,decode_peak_rss_mib,aer,precision,recall,steps,"
       "train_minutes\n";
   for (const auto& v : report.variants) {
     const auto& r = v.row;
     out += quote(r.variant) + "," + quote(r.config_path) + "," + quote(r.attention) + "," + quote(r.decoder_style) +
-           "," + std::to_string(r.parameters) + "," + num(r.bleu) + "," + num(r.chrf) + "," + num(r.valid_ppl) + "," +
+           "," + std::to_string(r.parameters) + "," + num(r.bleu) + "," + num(r.chrf) + "," + num(r.bleu_p) + "," +
+           num(r.chrf_p) + "," + num(r.valid_ppl) + "," +
            num(r.train_tokens_per_sec) + "," + std::to_string(r.beam_size) + "," + num(r.decode_sentences_per_sec) +
            "," + num(r.decode_seconds) + "," + num(r.decode_process_seconds) + "," + num(r.peak_rss_mib) + "," +
            num(r.aer) + "," + num(r.precision) + "," + num(r.recall) + "," + std::to_string(r.steps) + "," +
@@ -358,6 +366,8 @@ std::string results_json(const CompareReport& report) {
                           {"parameters", r.parameters},
                           {"bleu", number_or_null(r.bleu)},
                           {"chrf", number_or_null(r.chrf)},
+                          {"bleu_p", number_or_null(r.bleu_p)},
+                          {"chrf_p", number_or_null(r.chrf_p)},
                           {"valid_ppl", number_or_null(r.valid_ppl)},
                           {"train_tgt_tokens_per_sec", number_or_null(r.train_tokens_per_sec)},
                           {"beam_size", r.beam_size},

@@ -21,6 +21,9 @@ struct VariantRow {
   std::string decoder_style;
   int64_t parameters = 0;
   double bleu = kMissing, chrf = kMissing;  // test set, beam as configured, measured here
+  // Paired bootstrap resampling against the first row's test output (1,000 resamples, as
+  // `attnmt score --paired-bs`): p-values of the BLEU and chrF differences; missing for the first.
+  double bleu_p = kMissing, chrf_p = kMissing;
   double valid_ppl = kMissing;              // measured here on data.valid
   double train_tokens_per_sec = kMissing;   // median of the model's own log.jsonl report lines
   int beam_size = 0;

@@ -19,20 +19,12 @@ namespace {
 const std::string kDir = std::string(ATTNMT_TEST_DATA_DIR) + "/sacrebleu/significance/";
 const std::vector<std::string> kSystems{"beam5.hyp", "greedy.hyp", "beam5_lp0.hyp", "beam2.hyp"};
 
-double bleu_score(const std::vector<double>& s) { return bleu_from_stats(s).score; }
-double chrf_score(const std::vector<double>& s) { return chrf_from_stats(s).score; }
-
 std::vector<MetricStats> stats_of(bool bleu) {
   const auto refs = read_lines(kDir + "ref.en");
   std::vector<MetricStats> out;
   for (const auto& name : kSystems) {
     const auto hyps = read_lines(kDir + name);
-    MetricStats m;
-    for (size_t i = 0; i < refs.size(); ++i) {
-      m.sentences.push_back(bleu ? bleu_sentence_stats(hyps[i], refs[i]) : chrf_sentence_stats(hyps[i], refs[i]));
-    }
-    m.score = bleu ? &bleu_score : &chrf_score;
-    out.push_back(std::move(m));
+    out.push_back(bleu ? bleu_stats(hyps, refs) : chrf_stats(hyps, refs));
   }
   return out;
 }

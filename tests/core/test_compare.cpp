@@ -190,6 +190,14 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
     CHECK(v["samples"].size() == 2);
   }
   CHECK(count(attnmt::read_file((dir / "report" / "results.csv").string()), "\n") == 3);
+  // The second row's p-values against the first: those of `attnmt score --paired-bs` on the outputs.
+  CHECK(json["variants"][0]["bleu_p"].is_null());
+  const auto paired = run("score --ref " + kData + "/tiny.en --hyp " + (dir / "report" / "hyp" / "general.txt").string() +
+                          " --hyp " + (dir / "report" / "hyp" / "concat.txt").string() + " --paired-bs --json 2>/dev/null");
+  REQUIRE(paired.status == 0);
+  const auto scored = nlohmann::json::parse(paired.output);
+  CHECK(json["variants"][1]["bleu_p"].get<double>() == Approx(scored[1]["BLEU"]["p_value"].get<double>()));
+  CHECK(json["variants"][1]["chrf_p"].get<double>() == Approx(scored[1]["chrF2"]["p_value"].get<double>()));
   const auto html = attnmt::read_file((dir / "report" / "index.html").string());
   CHECK(count(html, "class=\"heatmap\"") == 2 * 2);
   CHECK(count(html, "<tr data-variant=") == 2);
