@@ -122,17 +122,21 @@ bool training_finished(const Config& config) {
 
 namespace {
 
-// Each row's BLEU and chrF p-values against the first row (paired bootstrap resampling, 1,000
+// Each row's BLEU and chrF p-values against row `baseline` (paired bootstrap resampling, 1,000
 // resamples, sacreBLEU's seed: the numbers `attnmt score --paired-bs` gives for these outputs).
 void mark_significance(const std::vector<std::vector<std::string>>& hyps, const std::vector<std::string>& refs,
-                       CompareReport* report) {
+                       size_t baseline, CompareReport* report) {
   if (hyps.size() < 2) return;
+  std::vector<size_t> order{baseline};  // the baseline first, as the tests take it
+  for (size_t k = 0; k < hyps.size(); ++k)
+    if (k != baseline) order.push_back(k);
   for (const bool bleu : {true, false}) {
     std::vector<MetricStats> systems;
-    for (const auto& h : hyps) systems.push_back(bleu ? bleu_stats(h, refs) : chrf_stats(h, refs));
+    for (size_t k : order) systems.push_back(bleu ? bleu_stats(hyps[k], refs) : chrf_stats(hyps[k], refs));
     const auto results = paired_bootstrap(systems, /*resamples=*/1000, /*seed=*/12345);
-    for (size_t k = 1; k < results.size(); ++k) {
-      (bleu ? report->variants[k].row.bleu_p : report->variants[k].row.chrf_p) = *results[k].p_value;
+    for (size_t i = 1; i < results.size(); ++i) {
+      auto& row = report->variants[order[i]].row;
+      (bleu ? row.bleu_p : row.chrf_p) = *results[i].p_value;
     }
   }
 }
@@ -220,6 +224,13 @@ CompareReport compare(const CompareOptions& options) {
   fs::create_directories(out_dir / "logs", ec);
   if (ec) throw InputError("--report: cannot create '" + out_dir.string() + "': " + ec.message());
 
+  size_t baseline = 0;  // the row the others are tested against
+  if (!options.baseline.empty()) {
+    const auto it = std::find_if(variants.begin(), variants.end(), [&](const Variant& v) { return v.name == options.baseline; });
+    if (it == variants.end()) throw InputError("--baseline " + options.baseline + ": no config of that name (a config's file name without .yaml)");
+    baseline = static_cast<size_t>(it - variants.begin());
+  }
+  report.baseline = variants[baseline].name;
   const std::string self = self_executable();
   std::vector<std::vector<std::string>> all_hyps;  // each variant's test output
     Progress bar("[compare]", "configs", static_cast<int64_t>(variants.size()));
@@ -324,7 +335,7 @@ CompareReport compare(const CompareOptions& options) {
     report.variants.push_back(std::move(vr));
   }
 
-  mark_significance(all_hyps, test_text.tgt, &report);
+  mark_significance(all_hyps, test_text.tgt, baseline, &report);
   if (!scratch) {
     write_file_atomic((out_dir / "results.md").string(), results_markdown(report));
     write_file_atomic((out_dir / "results.csv").string(), results_csv(report));

@@ -28,6 +28,7 @@ struct CompareOptions {
   std::string gold_links;  // TALP: 1-based, "i-j" sure, "ipj" possible
   std::string report_dir;  // results.{md,csv,json}, index.html, hyp/, logs/; empty: none
   int samples = 4;         // test sentences shown as heatmaps
+  std::string baseline;    // the variant the others' p-values are against (default: the first)
   int threads = -1;        // -1: each config's own `threads`
 };
 

@@ -1,5 +1,5 @@
 // attnmt compare CONFIG.yaml... [--train-missing] [--test-src F --test-tgt F]
-//                [--align-gold-src F [--align-gold-tgt F] --align-gold F] [--report DIR] [--samples N]
+//                [--align-gold-src F [--align-gold-tgt F] --align-gold F] [--report DIR] [--samples N] [--baseline NAME]
 // One row per config (analysis/compare.h); the table on stdout, the report files in DIR.
 #include <cstdio>
 #include <string>
@@ -26,6 +26,8 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--align-gold", o->gold_links, "Gold alignments (TALP: 'i-j' sure, 'ipj' possible, 1-based)");
   cmd->add_option("--report", o->report_dir, "Write DIR/results.{md,csv,json}, DIR/index.html, DIR/hyp/, DIR/logs/");
   cmd->add_option("--samples", o->samples, "Test sentences shown as attention heatmaps (default 4)");
+  cmd->add_option("--baseline", o->baseline,
+                  "The config (file name without .yaml) the others' BLEU/chrF p-values are against (default: the first)");
   cmd->add_option("--set", o->overrides, "Override a key in every config: --set train.max_steps=100 (repeatable)")
       ->take_all();
   cmd->add_option("--threads", o->threads, "Threads for training and decoding (default: each config's 'threads')");

@@ -352,6 +352,7 @@ std::string results_csv(const CompareReport& report) {
 std::string results_json(const CompareReport& report) {
   nlohmann::json j;
   j["test"] = {{"src", report.test_src}, {"tgt", report.test_tgt}, {"sentences", report.test_sentences}};
+  j["baseline"] = report.baseline;  // the variant bleu_p / chrf_p are against
   if (!report.gold_links.empty()) {
     j["alignment_gold"] = {
         {"text", report.gold_text}, {"links", report.gold_links}, {"sentences", report.gold_sentences}};

@@ -21,8 +21,8 @@ struct VariantRow {
   std::string decoder_style;
   int64_t parameters = 0;
   double bleu = kMissing, chrf = kMissing;  // test set, beam as configured, measured here
-  // Paired bootstrap resampling against the first row's test output (1,000 resamples, as
-  // `attnmt score --paired-bs`): p-values of the BLEU and chrF differences; missing for the first.
+  // Paired bootstrap resampling against the baseline row's test output (1,000 resamples, as
+  // `attnmt score --paired-bs`): p-values of the BLEU and chrF differences; missing for the baseline.
   double bleu_p = kMissing, chrf_p = kMissing;
   double valid_ppl = kMissing;              // measured here on data.valid
   double train_tokens_per_sec = kMissing;   // median of the model's own log.jsonl report lines
@@ -53,6 +53,7 @@ struct VariantReport {
 
 struct CompareReport {
   std::vector<VariantReport> variants;
+  std::string baseline;  // the variant the p-values are against
   std::string test_src, test_tgt;  // paths
   size_t test_sentences = 0;
   std::string gold_text, gold_links;  // paths, empty without gold

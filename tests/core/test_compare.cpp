@@ -205,10 +205,18 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   // the table on stdout
   CHECK_THAT(r.output, Contains("variant  attention"));
 
-  // the models are there and finished: a second run trains nothing
-  r = run(args + " --train-missing");
+  // the models are there and finished: a second run trains nothing; --baseline picks the row the
+  // p-values are against
+  r = run(args + " --train-missing --baseline concat");
   REQUIRE(r.status == 0);
   CHECK(r.output.find(": training") == std::string::npos);
+  const auto against_concat = nlohmann::json::parse(attnmt::read_file((dir / "report" / "results.json").string()));
+  CHECK(against_concat["baseline"] == "concat");
+  CHECK(against_concat["variants"][1]["bleu_p"].is_null());
+  CHECK(against_concat["variants"][0]["bleu_p"].get<double>() == Approx(json["variants"][1]["bleu_p"].get<double>()));
+  r = run(args + " --baseline nope");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("--baseline nope: no config of that name"));
 
   // The config's decode.* (with --set) decides how the models are decoded, not the settings stored
   // in them; a raised train.max_steps makes the finished runs go on.
