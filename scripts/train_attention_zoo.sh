@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trains every attention variant's config in configs/multi30k_de_en/ (each with the default
 # config's budget: train.max_steps) and writes the comparison table to docs/attention_results.md
-# and into README.md (between its "zoo-table" markers):
+# (the README's Quality table is its BLEU/chrF columns, copied by hand with the AER of `compare`):
 # variant, BLEU and chrF on test_2016_flickr (beam 5, computed by `attnmt train` at the end of
 # training from data.test), best valid perplexity, parameters, training target tokens/s (median of
 # the run's report lines), steps and wall time. A config whose save dir already holds a finished
@@ -119,12 +119,4 @@ with open("docs/attention_results.md", "w") as f:
     f.write("# Attention variants on Multi30k de→en (test_2016_flickr, beam 5)\n\n"
             "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`: " + summary +
             "\n\n" + table + "\n")
-begin, end = "<!-- zoo-table:begin (scripts/train_attention_zoo.sh) -->", "<!-- zoo-table:end -->"
-readme = open("README.md").read()
-if begin in readme and end in readme:
-    head, rest = readme.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    with open("README.md.tmp", "w") as f:
-        f.write(head + begin + "\n" + summary + "\n\n" + table + "\n" + end + tail)
-    os.replace("README.md.tmp", "README.md")
 PY

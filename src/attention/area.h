@@ -1,4 +1,4 @@
-// Area attention (Yang et al., 2019, "Area Attention", section 3.1, "simple" keys and values):
+// Area attention (Li, Kaiser, Bengio & Si, 2019, "Area Attention", section 3.1, "simple" keys and values):
 // the items attended to are all areas (spans) of 1..A adjacent source positions,
 //   key(area) = mean of its keys,  value(area) = sum of its encoder states,
 //   beta_t = masked_softmax over areas of score(q_t, key(area)),  c_t = sum_areas beta_{t,a} value(a).
