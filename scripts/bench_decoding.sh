@@ -48,9 +48,11 @@ translate() {
   echo "[bench_decoding] $label: $scores ($secs s)"
 }
 
-translate "seed1" --model "$root/seed1/best.pt"
-$bin average --last 4 "$root/seed1" --output "$root/seed1_avg4.pt"
-translate "seed1, average of last 4" --model "$root/seed1_avg4.pt"
+for s in $(seq 1 "$seeds"); do translate "seed$s" --model "$root/seed$s/best.pt"; done
+for n in 2 4; do
+  $bin average --last $n "$root/seed1" --output "$root/seed1_avg$n.pt"
+  translate "seed1, average of its last $n checkpoints" --model "$root/seed1_avg$n.pt"
+done
 [ "$seeds" -ge 2 ] && translate "ensemble of 2 (seeds 1-2)" --model "$root/seed1/best.pt" --model "$root/seed2/best.pt"
 if [ "$seeds" -ge 4 ]; then
   translate "ensemble of 4 (seeds 1-4)" $(for s in 1 2 3 4; do echo --model "$root/seed$s/best.pt"; done)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -36,6 +38,45 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   return options;
 }
 
+namespace {
+
+// The target-side guides of the lines to decode as token ids: a function giving line i's
+// SentenceGuide. InputError when a line's constraints cannot fit in its maximum output length.
+std::function<SentenceGuide(size_t)> encode_guides(const LineGuides& guides, const Tokenizers& tokenizers,
+                                                   const std::vector<std::vector<int>>& encoded,
+                                                   const std::vector<size_t>& order, const SearchOptions& search) {
+  auto prefixes = std::make_shared<std::vector<std::vector<int64_t>>>(guides.prefixes.size());
+  auto constraints = std::make_shared<std::vector<Phrases>>(guides.constraints.size());
+  for (size_t i : order) {
+    if (!guides.prefixes.empty()) {
+      for (int id : tokenizers.tgt->encode(guides.prefixes[i])) (*prefixes)[i].push_back(id);
+    }
+    if (guides.constraints.empty()) continue;
+    int64_t tokens = 0;
+    for (const auto& phrase : guides.constraints[i]) {
+      const auto ids = tokenizers.tgt->encode(phrase);
+      if (ids.empty()) continue;
+      (*constraints)[i].emplace_back(ids.begin(), ids.end());
+      tokens += static_cast<int64_t>(ids.size());
+    }
+    const int64_t room = max_target_length(static_cast<int64_t>(encoded[i].size()) + 1, search);
+    if (tokens > room) {
+      throw InputError("--constraints: line " + std::to_string(i + 1) + ": its constraints are " +
+                       std::to_string(tokens) + " target tokens, more than the line's maximum output length " +
+                       std::to_string(room) + " (decode.max_length_ratio, decode.max_length)");
+    }
+  }
+  return [prefixes, constraints](size_t line) {
+    SentenceGuide g;
+    g.id = line;  // seeds the line's samples
+    if (!prefixes->empty()) g.prefix = (*prefixes)[line];
+    if (!constraints->empty()) g.constraints = (*constraints)[line];
+    return g;
+  };
+}
+
+}  // namespace
+
 std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,
                                                       const std::vector<std::string>& lines,
                                                       const TranslateOptions& options, const LineGuides& guides) {
@@ -63,29 +104,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     }
     order.push_back(i);
   }
-  // Target-side guides as token ids, per line.
-  std::vector<std::vector<int64_t>> prefix_ids(guides.prefixes.size());
-  for (size_t i : order) {
-    if (guides.prefixes.empty()) break;
-    for (int id : tokenizers.tgt->encode(guides.prefixes[i])) prefix_ids[i].push_back(id);
-  }
-  std::vector<Phrases> constraint_ids(guides.constraints.size());
-  for (size_t i : order) {
-    if (guides.constraints.empty()) break;
-    int64_t tokens = 0;
-    for (const auto& phrase : guides.constraints[i]) {
-      const auto ids = tokenizers.tgt->encode(phrase);
-      if (ids.empty()) continue;
-      constraint_ids[i].emplace_back(ids.begin(), ids.end());
-      tokens += static_cast<int64_t>(ids.size());
-    }
-    const int64_t room = max_target_length(static_cast<int64_t>(encoded[i].size()) + 1, options.search);
-    if (tokens > room) {
-      throw InputError("--constraints: line " + std::to_string(i + 1) + ": its constraints are " +
-                       std::to_string(tokens) + " target tokens, more than the line's maximum output length " +
-                       std::to_string(room) + " (decode.max_length_ratio, decode.max_length)");
-    }
-  }
+  const auto sentence_guide = encode_guides(guides, tokenizers, encoded, order, options.search);
   if (truncated > 0) {
     spdlog::warn("[decode] {} input line(s) longer than {} subwords were truncated", truncated,
                  options.max_source_tokens);
@@ -112,14 +131,8 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
       sp[b * S + ids.size()] = eos;
       lengths[b] = static_cast<int64_t>(ids.size()) + 1;
     }
-    Guides sentence_guides(static_cast<size_t>(B));
-    for (int64_t b = 0; b < B; ++b) {
-      const size_t line = order[start + b];
-      auto& guide = sentence_guides[static_cast<size_t>(b)];
-      guide.id = line;
-      if (!prefix_ids.empty()) guide.prefix = prefix_ids[line];
-      if (!constraint_ids.empty()) guide.constraints = constraint_ids[line];
-    }
+    Guides sentence_guides;
+    for (int64_t b = 0; b < B; ++b) sentence_guides.push_back(sentence_guide(order[start + b]));
     auto nbest = search(model, src.to(device), lengths.to(device), options.search, sentence_guides);
     for (int64_t b = 0; b < B; ++b) {
       const size_t line = order[start + b];
