@@ -212,6 +212,7 @@ CompareReport sample_report(size_t variants, size_t sentences) {
     r.row.decode_sentences_per_sec = 100.0 + v;
     r.row.peak_rss_mib = 400;
     if (v > 0) r.row.aer = 0.3 + 0.1 * v, r.row.precision = 0.6, r.row.recall = 0.7;  // variant 0: no AER
+    if (v > 0) r.row.bleu_p = v == 1 ? 0.001 : 0.25, r.row.chrf_p = 0.5;  // against variant 0
     r.row.steps = 3803;
     r.row.train_minutes = 43.1;
     for (int s = 1; s <= 4; ++s) {
@@ -235,16 +236,20 @@ TEST_CASE("report: table, csv, json, html", "[report]") {
   const auto report = sample_report(3, 2);
   const auto md = results_markdown(report);
   CHECK(count(md, "\n") == 2 + 3);
-  CHECK_THAT(md, Contains("| variant | attention | parameters | BLEU | chrF | valid ppl |"));
-  CHECK_THAT(md, Contains("| variant_1 | `bahdanau` | 1,234,568 | 24.00 | 41.00 | 8.50 |"));
+  CHECK_THAT(md, Contains("| variant | attention | parameters | BLEU | chrF | p BLEU | p chrF | valid ppl |"));
+  CHECK_THAT(md, Contains("| variant_0 | `luong_general` | 1,234,567 | 10.00 | 40.00 | \xE2\x80\x93 | \xE2\x80\x93 | 9.50 |"));
+  CHECK_THAT(md, Contains("| variant_1 | `bahdanau` | 1,234,568 | 24.00 | 41.00 | 0.001* | 0.500 | 8.50 |"));
+  CHECK_THAT(md, Contains("| 17.00 | 42.00 | 0.250 | 0.500 |"));
   CHECK_THAT(md, Contains("| 40.0 |"));          // AER %
   CHECK_THAT(md, Contains("| \xE2\x80\x93 |"));  // variant 0 has no AER: "–"
   const auto csv = results_csv(report);
   CHECK(count(csv, "\n") == 1 + 3);
-  CHECK_THAT(csv, Contains("variant_2,,luong_general,,1234569,17,42,7.5,1500,5,102,"));
+  CHECK_THAT(csv, Contains("variant_2,,luong_general,,1234569,17,42,0.25,0.5,7.5,1500,5,102,"));
   const auto json = nlohmann::json::parse(results_json(report));
   REQUIRE(json["variants"].size() == 3);
   CHECK(json["variants"][0]["aer"].is_null());
+  CHECK(json["variants"][0]["bleu_p"].is_null());
+  CHECK(json["variants"][1]["bleu_p"].get<double>() == 0.001);
   CHECK(json["variants"][2]["aer"].get<double>() == Approx(0.5));
   CHECK(json["variants"][1]["curve"].size() == 4);
   const auto terminal = results_terminal(report);
