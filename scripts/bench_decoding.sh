@@ -27,7 +27,7 @@ for s in $(seq 1 "$seeds"); do
 done
 
 # A number from `attnmt score --json`'s output.
-field() { grep -o "\"$1\": *[0-9.]*" | head -1 | sed 's/.*: *//'; }
+field() { grep -o "\"$1\": *[0-9.]*" | head -1 | sed 's/.*: *//' | xargs printf '%.2f'; }
 
 # translate NAME [translate options...]: decodes the test set, records seconds and scores.
 table=$root/results.md
