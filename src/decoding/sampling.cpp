@@ -9,20 +9,15 @@
 #include <random>
 
 #include "decoding/search.h"
+#include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
+#include "util/seed_mix.h"
 
 namespace attnmt {
 
 namespace {
 
 constexpr float kNegInfF = -std::numeric_limits<float>::infinity();
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // A uniform double in [0, 1) from 53 random bits (the same on every platform, unlike
 // std::uniform_real_distribution's).
@@ -73,8 +68,7 @@ std::vector<std::vector<Hypothesis>> sampling_search(StepModel& model, const tor
   const auto device = model.device();
   const int64_t B = src.size(0);
   const int64_t n = options.n_best;
-  auto src_len_t = lengths.to(torch::kCPU, torch::kLong).contiguous();
-  const int64_t* src_len = src_len_t.data_ptr<int64_t>();
+  const auto src_len = to_vector(lengths);
   // Sample j of sentence b is hypothesis b * n + j; rows of the state follow `active`.
   std::vector<Hypothesis> hyps(static_cast<size_t>(B * n));
   std::vector<std::mt19937_64> rngs;
@@ -84,20 +78,16 @@ std::vector<std::vector<Hypothesis>> sampling_search(StepModel& model, const tor
     for (int64_t j = 0; j < n; ++j) {
       active[static_cast<size_t>(b * n + j)] = b * n + j;
       expand[static_cast<size_t>(b * n + j)] = b;
-      rngs.emplace_back(splitmix64(splitmix64(splitmix64(options.seed) ^ line) ^ static_cast<uint64_t>(j)));
+      rngs.emplace_back(mix_seeds(options.seed, line, j));
     }
   }
   auto state = model.start(src, lengths);
   state->index_select(torch::tensor(expand, torch::kLong).to(device));  // rows end one by one: no beam groups
   const TokenRules rules(options, guides, model.eos_id());
   auto prev = torch::full({B * n}, model.bos_id(), torch::dtype(torch::kLong).device(device));
-  auto length_score = [&](Hypothesis& h) {
-    h.score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
-  };
   for (int64_t t = 0; !active.empty(); ++t) {
     auto r = model.step(prev, *state, options.return_attention);
-    auto lp = r.logits.to(torch::kCPU, torch::kFloat);
-    lp = r.log_probs ? lp.clone().contiguous() : lp.log_softmax(-1).contiguous();
+    auto lp = ruled_log_probs(r);
     const int64_t V = lp.size(1);
     const int64_t* vocabulary = r.vocabulary.defined() ? r.vocabulary.data_ptr<int64_t>() : nullptr;
     if (rules.active(t)) {
@@ -115,20 +105,17 @@ std::vector<std::vector<Hypothesis>> sampling_search(StepModel& model, const tor
       const int64_t column = draw(p, V, options, rngs[static_cast<size_t>(i)]);
       if (column < 0) {  // every token barred: the sample ends here, cut
         h.finished = false;
-        length_score(h);
+        h.score = length_normalised(h, options.length_penalty);
         continue;
       }
       const int64_t token = vocabulary ? vocabulary[column] : column;
       h.log_prob += p[column];
-      if (att.defined()) {
-        const float* a = att.data_ptr<float>() + static_cast<int64_t>(row) * att.size(1);
-        h.attention.emplace_back(a, a + src_len[i / n]);
-      }
+      if (att.defined()) h.attention.push_back(attention_row(att, static_cast<int64_t>(row), src_len[i / n]));
       const bool eos = token == model.eos_id();
       if (!eos) h.tokens.push_back(token);
       if (eos || t + 1 >= max_target_length(src_len[i / n], options)) {
         h.finished = eos;
-        length_score(h);
+        h.score = length_normalised(h, options.length_penalty);
       } else {
         keep_rows.push_back(static_cast<int64_t>(row));
         keep_hyps.push_back(i);

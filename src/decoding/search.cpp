@@ -81,7 +81,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
       const double best_score = best.data_ptr<double>()[row];
       if (best_score == kNegInf) {  // every token barred: the hypothesis ends here, cut
         h.finished = false;
-        h.score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
+        h.score = length_normalised(h, options.length_penalty);
         continue;
       }
       h.log_prob += best_score - log_z[row];
@@ -90,7 +90,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
       if (!eos) h.tokens.push_back(tok[row]);
       if (eos || t + 1 >= max_target_length(src_len[b], options)) {
         h.finished = eos;
-        h.score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options.length_penalty);
+        h.score = length_normalised(h, options.length_penalty);
       } else {
         keep_rows.push_back(static_cast<int64_t>(row));
         keep_sent.push_back(b);

@@ -43,6 +43,12 @@ inline torch::Tensor ruled_log_probs(const StepResult& r) {
 
 namespace attnmt {
 
+// A hypothesis's score without the coverage penalty: log P / lp(|Y| + 1), GNMT's length penalty
+// counting the end of sentence.
+inline double length_normalised(const Hypothesis& h, double alpha) {
+  return h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, alpha);
+}
+
 // Beam search's start: each of the B sentences' rows repeated K times (row b*K + k from row b).
 inline void expand_to_beams(SearchState& state, int64_t B, int64_t K, torch::Device device) {
   std::vector<int64_t> expand;
@@ -71,7 +77,7 @@ class AttentionTrack {
   }
   // A hypothesis's GNMT score, finished at `row`: log P / lp(|Y| + 1) + the coverage penalty.
   double score(const Hypothesis& h, int64_t row, int64_t sentence) const {
-    double score = h.log_prob / gnmt_length_penalty(static_cast<int64_t>(h.tokens.size()) + 1, options_.length_penalty);
+    double score = length_normalised(h, options_.length_penalty);
     if (options_.coverage_penalty != 0.0) {
       score += coverage_score(coverage_[row].slice(0, 0, src_len_[static_cast<size_t>(sentence)]),
                               options_.coverage_penalty);

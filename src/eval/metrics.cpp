@@ -202,6 +202,18 @@ void check_sizes(const std::vector<std::string>& hyps, const std::vector<std::st
 }
 
 // sacreBLEU's my_log: log(0) is a huge negative number rather than -inf.
+// The sum over the corpus of each sentence's statistics (width of them).
+std::vector<double> corpus_stats(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                                 int width, std::vector<double> (*sentence_stats)(const std::string&, const std::string&)) {
+  check_sizes(hyps, refs);
+  std::vector<double> sum(static_cast<size_t>(width), 0.0);
+  for (size_t s = 0; s < hyps.size(); ++s) {
+    const auto stats = sentence_stats(hyps[s], refs[s]);
+    for (int i = 0; i < width; ++i) sum[i] += stats[i];
+  }
+  return sum;
+}
+
 double safe_log(double x) { return x == 0.0 ? -9999999999.0 : std::log(x); }
 
 std::string printf_string(const char* format, double value) {
@@ -316,13 +328,7 @@ BleuResult bleu_from_stats(const std::vector<double>& stats) {
 }
 
 BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
-  check_sizes(hyps, refs);
-  std::vector<double> sum(kBleuStats, 0.0);
-  for (size_t s = 0; s < hyps.size(); ++s) {
-    const auto stats = bleu_sentence_stats(hyps[s], refs[s]);
-    for (int i = 0; i < kBleuStats; ++i) sum[i] += stats[i];
-  }
-  return bleu_from_stats(sum);
+  return bleu_from_stats(corpus_stats(hyps, refs, kBleuStats, &bleu_sentence_stats));
 }
 
 std::vector<double> chrf_sentence_stats(const std::string& hyp_line, const std::string& ref_line) {
@@ -383,13 +389,7 @@ ChrfResult chrf_from_stats(const std::vector<double>& stats) {
 }
 
 ChrfResult corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::string>& refs) {
-  check_sizes(hyps, refs);
-  std::vector<double> sum(kChrfStats, 0.0);
-  for (size_t s = 0; s < hyps.size(); ++s) {
-    const auto stats = chrf_sentence_stats(hyps[s], refs[s]);
-    for (int i = 0; i < kChrfStats; ++i) sum[i] += stats[i];
-  }
-  return chrf_from_stats(sum);
+  return chrf_from_stats(corpus_stats(hyps, refs, kChrfStats, &chrf_sentence_stats));
 }
 
 std::string BleuResult::signature() const {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "parallel/workers.h"
+#include "util/seed_mix.h"
 
 namespace attnmt {
 
@@ -63,17 +64,7 @@ void Replicas::reduce_gradients() {
 }
 
 uint64_t replica_stream_seed(uint64_t seed, int rank, int replica, int64_t step) {
-  // splitmix64 over the four numbers: nearby inputs give unrelated seeds.
-  auto mix = [](uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  };
-  uint64_t h = mix(seed);
-  h = mix(h ^ static_cast<uint64_t>(rank));
-  h = mix(h ^ static_cast<uint64_t>(replica));
-  return mix(h ^ static_cast<uint64_t>(step));
+  return mix_seeds(seed, rank, replica, step);
 }
 
 }  // namespace attnmt
