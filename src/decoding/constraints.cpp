@@ -257,28 +257,14 @@ std::vector<std::vector<Hypothesis>> constrained_beam_search(StepModel& model, c
     const bool same_sentences = static_cast<int64_t>(next_active.size()) == A;
     active = std::move(next_active);
     if (active.empty()) break;
-    auto index = index_tensor(next_rows, device);
-    if (same_sentences) {
-      state->reorder_beams(index);
-    } else {
-      state->index_select(index);
-    }
+    select_beam_rows(*state, next_rows, same_sentences, device);
     attention.select_rows(next_rows);
     beams.advance(next_rows, next_tokens, std::move(next_scores), std::move(next_att));
     progress = std::move(next_progress);
     prev = index_tensor(next_tokens, device);
   }
 
-  std::vector<std::vector<Hypothesis>> out(B);
-  for (int64_t b = 0; b < B; ++b) {
-    auto& f = finished[b];
-    std::stable_sort(f.begin(), f.end(), [](const Hypothesis& x, const Hypothesis& y) {
-      return x.constraints_met != y.constraints_met ? x.constraints_met : x.score > y.score;
-    });
-    const size_t n = std::min<size_t>(f.size(), static_cast<size_t>(options.n_best));
-    out[b].assign(std::make_move_iterator(f.begin()), std::make_move_iterator(f.begin() + n));
-  }
-  return out;
+  return best_finished(finished, options.n_best);
 }
 
 }  // namespace attnmt

@@ -2,7 +2,9 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "decoding/search.h"
@@ -42,6 +44,33 @@ inline torch::Tensor ruled_log_probs(const StepResult& r) {
 }  // namespace attnmt
 
 namespace attnmt {
+
+// Beam search's state follows the next step's rows: when every sentence stays, rows only move
+// among their own sentence's (reorder_beams, source memory left in place), else index_select.
+inline void select_beam_rows(SearchState& state, const std::vector<int64_t>& rows, bool same_sentences,
+                             torch::Device device) {
+  const auto index = index_tensor(rows, device);
+  if (same_sentences) {
+    state.reorder_beams(index);
+  } else {
+    state.index_select(index);
+  }
+}
+
+// Each sentence's n_best finished hypotheses, best first: those that hold their constraints
+// before those that do not (constraints.h; without constraints every one holds them), then by score.
+inline std::vector<std::vector<Hypothesis>> best_finished(std::vector<std::vector<Hypothesis>>& finished, int n_best) {
+  std::vector<std::vector<Hypothesis>> out(finished.size());
+  for (size_t b = 0; b < finished.size(); ++b) {
+    auto& f = finished[b];
+    std::stable_sort(f.begin(), f.end(), [](const Hypothesis& x, const Hypothesis& y) {
+      return x.constraints_met != y.constraints_met ? x.constraints_met : x.score > y.score;
+    });
+    const size_t n = std::min<size_t>(f.size(), static_cast<size_t>(n_best));
+    out[b].assign(std::make_move_iterator(f.begin()), std::make_move_iterator(f.begin() + static_cast<std::ptrdiff_t>(n)));
+  }
+  return out;
+}
 
 // A hypothesis's score without the coverage penalty: log P / lp(|Y| + 1), GNMT's length penalty
 // counting the end of sentence.
