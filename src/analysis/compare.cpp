@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -31,9 +33,21 @@ namespace fs = std::filesystem;
 namespace attnmt {
 namespace {
 
+// One training run: a config, or one seed of it (--seeds).
+struct Run {
+  std::string name, path;
+  Config config;                       // the YAML with compare's --set and the run's own
+  std::vector<std::string> overrides;  // compare's --set, then the seed's train.seed / train.save_dir
+  bool has_seed = false;
+  uint64_t seed = 0;
+  std::string label() const { return has_seed ? name + " seed " + std::to_string(seed) : name; }
+  std::string file_stem() const { return has_seed ? name + ".seed" + std::to_string(seed) : name; }
+};
+
+// A config and its runs (one, or one per seed).
 struct Variant {
   std::string name, path;
-  Config config;
+  std::vector<Run> runs;
 };
 
 // The last line of a child's log, for error messages.
@@ -57,11 +71,11 @@ std::string now_text() {
 
 // Training speed, steps, time and learning curves from SAVE_DIR/log.jsonl (the run's own log;
 // a resumed run appends to it). Lines that do not parse (a kill mid-write) are skipped.
-void read_training_log(const std::string& save_dir, VariantReport* v) {
+void read_training_log(const std::string& save_dir, const std::string& label, VariantReport* v) {
   const auto path = (fs::path(save_dir) / "log.jsonl").string();
   std::ifstream in(path);
   if (!in) {
-    spdlog::warn("[compare] '{}' is missing: no training speed, steps or curves for {}", path, v->row.variant);
+    spdlog::warn("[compare] '{}' is missing: no training speed, steps or curves for {}", path, label);
     return;
   }
   std::vector<double> speeds;
@@ -97,7 +111,8 @@ void read_training_log(const std::string& save_dir, VariantReport* v) {
     v->row.steps = last_step;
     v->row.train_minutes = last_elapsed / 60;
   }
-  for (const auto& [step, p] : curve) v->curve.push_back(p);
+  v->curves.emplace_back();
+  for (const auto& [step, p] : curve) v->curves.back().push_back(p);
 }
 
 std::string attention_name(const Config& c) {
@@ -143,6 +158,204 @@ void mark_significance(const std::vector<std::vector<std::string>>& hyps, const 
 
 }  // namespace
 
+namespace {
+
+// What every run of a comparison shares.
+struct Bench {
+  const CompareOptions& options;
+  CorpusConfig test;
+  ParallelText test_text;
+  AlignmentText gold_text;
+  std::vector<GoldLinks> gold;
+  std::vector<std::string> sample_sources;
+  fs::path out_dir;
+  std::string self;
+};
+
+// Trains `run` when asked and missing, decodes the test set in a child process and measures
+// everything on its model. `hyps` receives the test output; heatmaps only with `samples`.
+VariantReport evaluate_run(const Run& run, const Bench& b, bool samples, std::vector<std::string>* hyps,
+                           const std::function<void(const std::string&)>& phase) {
+  const auto& options = b.options;
+  const auto& save_dir = run.config.train.save_dir;
+  spdlog::info("[compare] {} ({}): {}", run.label(), attention_name(run.config), save_dir);
+
+  // 1. train
+  if (options.train_missing && !training_finished(run.config)) {
+    const bool resume = fs::is_directory(save_dir) && !list_step_checkpoints(save_dir).empty();
+    std::vector<std::string> argv = {b.self, "train", run.path};
+    if (resume) argv.push_back("--resume");
+    if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
+    if (!run.overrides.empty()) {
+      argv.push_back("--set");
+      argv.insert(argv.end(), run.overrides.begin(), run.overrides.end());
+    }
+    spdlog::info("[compare] {}: training{}", run.label(), resume ? " (resuming)" : "");
+    phase("training");
+    const auto r = run_child(argv);
+    if (r.exit_code != 0) {
+      throw RuntimeError("training '" + run.path + "'" + (run.has_seed ? " with seed " + std::to_string(run.seed) : "") +
+                         " failed (exit " + std::to_string(r.exit_code) + "); see '" +
+                         (fs::path(save_dir) / "train.log").string() + "'");
+    }
+  }
+  if (!fs::is_directory(save_dir) ||
+      (!fs::exists(fs::path(save_dir) / "best.pt") && list_step_checkpoints(save_dir).empty())) {
+    throw InputError("'" + run.path + "': no trained model in '" + save_dir +
+                     "' (train it first, or pass --train-missing)");
+  }
+  if (!options.train_missing && !training_finished(run.config)) {
+    spdlog::warn("[compare] {}: the run in '{}' has not reached its stop criteria; using the model it left",
+                 run.label(), save_dir);
+  }
+
+  VariantReport vr;
+  auto& row = vr.row;
+  row.variant = run.name;
+  row.config_path = run.path;
+
+  // 2. decode in a child process: its own clock and its own peak RSS
+  const auto hyp_path = (b.out_dir / "hyp" / (run.file_stem() + ".txt")).string();
+  const auto timing_path = (b.out_dir / "logs" / (run.file_stem() + ".timing.json")).string();
+  const auto log_path = (b.out_dir / "logs" / (run.file_stem() + ".translate.log")).string();
+  // The config's decode.* (its YAML and --set), not the settings stored in the model.
+  const auto decode_settings = config_settings(run.config, "decode.");
+  std::vector<std::string> argv = {b.self,     "translate", "--model", save_dir,       "--input",
+                                   b.test.src, "--output",  hyp_path,  "--stats", timing_path};
+  for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
+  if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
+  spdlog::info("[compare] {}: translating {} sentences", run.label(), b.test_text.src.size());
+  phase("translating");
+  const auto decoded = run_child(argv, log_path);
+  if (decoded.exit_code != 0) {
+    throw RuntimeError("translating with '" + save_dir + "' failed (exit " + std::to_string(decoded.exit_code) +
+                       "): " + last_line(log_path));
+  }
+  const auto timing = nlohmann::json::parse(read_file(timing_path), nullptr, false);
+  row.decode_seconds = timing.is_object() ? timing.value("translate_seconds", kMissing) : kMissing;
+  row.decode_process_seconds = decoded.seconds;
+  row.decode_sentences_per_sec = b.test_text.src.size() / std::max(row.decode_seconds, 1e-9);
+  row.peak_rss_mib = decoded.peak_rss_mib;
+  *hyps = read_lines(hyp_path);
+  row.bleu = corpus_bleu(*hyps, b.test_text.tgt).score;
+  row.chrf = corpus_chrf(*hyps, b.test_text.tgt).score;
+
+  // 3. in this process: the model's size, perplexity, attention
+  auto loaded = load_model(save_dir, "", "", decode_settings);
+  configure_compute(options.threads >= 0 ? options.threads : loaded.config.threads, loaded.config.gemm);
+  row.attention = attention_name(loaded.config);
+  row.decoder_style = loaded.config.model.decoder.style;
+  row.parameters = loaded.model->parameter_count();
+  row.beam_size = loaded.config.decode.beam_size;
+  if (!loaded.config.data.valid.src.empty()) {
+    row.valid_ppl =
+        perplexity(loaded, read_parallel(loaded.config.data.valid, "valid"), loaded.config.train.batch_size);
+  }
+  if (samples && !b.sample_sources.empty()) {
+    auto options_decode = translate_options(loaded.config.decode);
+    const auto sentences = translate_with_attention(loaded, b.sample_sources, options_decode);
+    for (const auto& s : sentences) {
+      vr.heatmaps.push_back({s.src_words, s.tgt_words, s.words, ""});
+      vr.translations.push_back(s.translation);
+    }
+  }
+  if (!b.gold.empty()) {
+    const auto links = align(loaded, b.gold_text.src, b.gold_text.tgt, AlignOptions{});
+    const auto aer = alignment_error_rate(links, b.gold);
+    row.aer = aer.aer;
+    row.precision = aer.precision;
+    row.recall = aer.recall;
+  }
+  read_training_log(save_dir, run.label(), &vr);
+  spdlog::info("[compare] {}: BLEU {:.2f}, chrF {:.2f}, valid ppl {:.2f}, {:.1f} sent/s, {:.0f} MiB{}", run.label(),
+               row.bleu, row.chrf, row.valid_ppl, row.decode_sentences_per_sec, row.peak_rss_mib,
+               b.gold.empty() ? std::string() : fmt::format(", AER {:.1f}%", 100 * row.aer));
+  return vr;
+}
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+Spread spread_of(const std::vector<double>& v) {
+  Spread s;
+  if (v.size() < 2 || std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); })) return s;
+  const double m = mean_of(v);
+  double squares = 0;
+  for (double x : v) squares += (x - m) * (x - m);
+  s.sd = std::sqrt(squares / static_cast<double>(v.size() - 1));
+  s.min = *std::min_element(v.begin(), v.end());
+  s.max = *std::max_element(v.begin(), v.end());
+  return s;
+}
+
+// One row from a config's seeds: means (peak RSS: the largest), the spreads, every seed's figures
+// and curve; the heatmaps and the model's description are the first seed's.
+VariantReport merge_seeds(std::vector<VariantReport> runs, const std::vector<Run>& seeds) {
+  std::vector<VariantRow> rows;
+  for (const auto& r : runs) rows.push_back(r.row);
+  auto values = [&](double VariantRow::*member) {
+    std::vector<double> v;
+    for (const auto& r : rows) v.push_back(r.*member);
+    return v;
+  };
+  VariantReport merged = std::move(runs.front());
+  for (size_t k = 1; k < runs.size(); ++k) {
+    for (auto& c : runs[k].curves) merged.curves.push_back(std::move(c));
+  }
+  auto& row = merged.row;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const auto& r = rows[k];
+    row.seeds.push_back({seeds[k].seed, seeds[k].config.train.save_dir, r.bleu, r.chrf, r.valid_ppl, r.aer});
+  }
+  for (auto member : {&VariantRow::bleu, &VariantRow::chrf, &VariantRow::valid_ppl, &VariantRow::aer,
+                      &VariantRow::precision, &VariantRow::recall, &VariantRow::train_tokens_per_sec,
+                      &VariantRow::decode_sentences_per_sec, &VariantRow::decode_seconds,
+                      &VariantRow::decode_process_seconds, &VariantRow::train_minutes}) {
+    row.*member = mean_of(values(member));
+  }
+  const auto rss = values(&VariantRow::peak_rss_mib);
+  row.peak_rss_mib = *std::max_element(rss.begin(), rss.end());
+  row.bleu_spread = spread_of(values(&VariantRow::bleu));
+  row.chrf_spread = spread_of(values(&VariantRow::chrf));
+  row.ppl_spread = spread_of(values(&VariantRow::valid_ppl));
+  row.aer_spread = spread_of(values(&VariantRow::aer));
+  return merged;
+}
+
+}  // namespace
+
+std::vector<uint64_t> parse_seeds(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return InputError("--seeds " + text + ": " + why + " (a count N for seeds 1..N, or a list: 1,2,3)");
+  };
+  std::vector<uint64_t> seeds;
+  if (text.empty()) throw bad("empty");
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const auto item = text.substr(at, comma - at);
+    if (item.empty() || item.size() > 18 || item.find_first_not_of("0123456789") != std::string::npos) {
+      throw bad("'" + item + "' is not a non-negative integer");
+    }
+    seeds.push_back(std::stoull(item));
+    at = comma + 1;
+  }
+  if (text.find(',') == std::string::npos) {  // a count
+    const uint64_t n = seeds.front();
+    if (n < 1 || n > 100) throw bad("the count must be 1 to 100");
+    seeds.clear();
+    for (uint64_t s = 1; s <= n; ++s) seeds.push_back(s);
+  }
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    for (size_t j = 0; j < i; ++j)
+      if (seeds[i] == seeds[j]) throw bad("seed " + std::to_string(seeds[i]) + " is given twice");
+  }
+  return seeds;
+}
+
 CompareReport compare(const CompareOptions& options) {
   if (options.configs.empty()) throw InputError("compare: no config given");
   if (options.test_src.empty() != options.test_tgt.empty()) {
@@ -155,37 +368,60 @@ CompareReport compare(const CompareOptions& options) {
 
   // Everything that can be wrong with the input is checked before anything is trained.
   std::vector<Variant> variants;
+  std::vector<const Run*> all_runs;
   for (const auto& path : options.configs) {
-    Variant v{fs::path(path).stem().string(), path, load_config_file(path, options.overrides)};
+    Variant v{fs::path(path).stem().string(), path, {}};
+    auto config_overrides = options.overrides;
+    if (!options.save_root.empty()) {
+      config_overrides.push_back("train.save_dir=" + (fs::path(options.save_root) / v.name).string());
+    }
+    const auto config = load_config_file(path, config_overrides);
+    if (config.train.save_dir.empty()) throw InputError("'" + path + "': missing required key 'train.save_dir'");
     for (const auto& other : variants) {
       if (other.name == v.name)
         throw InputError("two configs named '" + v.name + "': '" + other.path + "' and '" + path + "'");
-      if (fs::weakly_canonical(other.config.train.save_dir) == fs::weakly_canonical(v.config.train.save_dir)) {
-        throw InputError("'" + other.path + "' and '" + path + "' share train.save_dir '" + v.config.train.save_dir +
-                         "'");
-      }
     }
-    if (v.config.train.save_dir.empty()) throw InputError("'" + path + "': missing required key 'train.save_dir'");
-    if (options.train_missing && !training_finished(v.config)) {
-      check_training_inputs(v.config, path);
+    if (options.seeds.empty()) {
+      v.runs.push_back({v.name, path, config, config_overrides});
+    } else {
+      for (const uint64_t seed : options.seeds) {
+        auto overrides = config_overrides;
+        overrides.push_back("train.seed=" + std::to_string(seed));
+        overrides.push_back("train.save_dir=" + (fs::path(config.train.save_dir) / ("seed" + std::to_string(seed))).string());
+        v.runs.push_back({v.name, path, load_config_file(path, overrides), overrides, true, seed});
+      }
     }
     variants.push_back(std::move(v));
   }
+  for (const auto& v : variants) {
+    for (const auto& run : v.runs) {
+      for (const auto* other : all_runs) {
+        if (fs::weakly_canonical(other->config.train.save_dir) == fs::weakly_canonical(run.config.train.save_dir)) {
+          throw InputError("'" + other->path + "' and '" + run.path + "' share train.save_dir '" +
+                           run.config.train.save_dir + "'");
+        }
+      }
+      if (options.train_missing && !training_finished(run.config)) check_training_inputs(run.config, run.path);
+      all_runs.push_back(&run);
+    }
+  }
   CorpusConfig test{options.test_src, options.test_tgt};
   if (test.src.empty()) {
+    const auto& front = variants.front().runs.front();
     for (const auto& v : variants) {
-      if (v.config.data.test.src.empty()) {
+      const auto& c = v.runs.front().config;
+      if (c.data.test.src.empty()) {
         throw InputError("'" + v.path + "' has no data.test: give the test set with --test-src and --test-tgt");
       }
-      if (v.config.data.test.src != variants.front().config.data.test.src ||
-          v.config.data.test.tgt != variants.front().config.data.test.tgt) {
-        throw InputError("'" + variants.front().path + "' and '" + v.path +
+      if (c.data.test.src != front.config.data.test.src || c.data.test.tgt != front.config.data.test.tgt) {
+        throw InputError("'" + front.path + "' and '" + v.path +
                          "' have different data.test: give one test set with --test-src and --test-tgt");
       }
     }
-    test = variants.front().config.data.test;
+    test = front.config.data.test;
   }
-  const auto test_text = read_parallel(test, "test");
+  Bench bench{options, test, read_parallel(test, "test"), {}, {}, {}, {}, self_executable()};
+  const auto& test_text = bench.test_text;
   if (test_text.src.empty()) throw InputError("test set '" + test.src + "' is empty");
 
   CompareReport report;
@@ -193,36 +429,36 @@ CompareReport compare(const CompareOptions& options) {
   report.test_tgt = test.tgt;
   report.test_sentences = test_text.src.size();
   report.created = now_text();
+  report.seeds = options.seeds.size();
   const size_t samples = std::min(static_cast<size_t>(options.samples), test_text.src.size());
   report.sample_sources.assign(test_text.src.begin(), test_text.src.begin() + samples);
   report.sample_references.assign(test_text.tgt.begin(), test_text.tgt.begin() + samples);
+  bench.sample_sources = report.sample_sources;
 
-  AlignmentText gold_text;
-  std::vector<GoldLinks> gold;
   if (!options.gold_links.empty()) {
-    gold_text = read_alignment_text(options.gold_text, options.gold_text_tgt);
-    gold = read_talp(options.gold_links);
-    check_gold_links(gold, gold_text.src, gold_text.tgt, options.gold_links);
+    bench.gold_text = read_alignment_text(options.gold_text, options.gold_text_tgt);
+    bench.gold = read_talp(options.gold_links);
+    check_gold_links(bench.gold, bench.gold_text.src, bench.gold_text.tgt, options.gold_links);
     report.gold_text = options.gold_text;
     report.gold_links = options.gold_links;
-    report.gold_sentences = gold.size();
+    report.gold_sentences = bench.gold.size();
   }
 
   // Output folders: the report dir, or a scratch dir removed at the end.
-  fs::path out_dir = options.report_dir;
-  const bool scratch = out_dir.empty();
-  if (scratch) out_dir = fs::temp_directory_path() / ("attnmt_compare_" + std::to_string(::getpid()));
+  bench.out_dir = options.report_dir;
+  const bool scratch = bench.out_dir.empty();
+  if (scratch) bench.out_dir = fs::temp_directory_path() / ("attnmt_compare_" + std::to_string(::getpid()));
   struct ScratchGuard {  // the scratch dir goes, on errors too
     fs::path dir;
     ~ScratchGuard() {
       std::error_code ignored;
       if (!dir.empty()) fs::remove_all(dir, ignored);
     }
-  } guard{scratch ? out_dir : fs::path()};
+  } guard{scratch ? bench.out_dir : fs::path()};
   std::error_code ec;
-  fs::create_directories(out_dir / "hyp", ec);
-  fs::create_directories(out_dir / "logs", ec);
-  if (ec) throw InputError("--report: cannot create '" + out_dir.string() + "': " + ec.message());
+  fs::create_directories(bench.out_dir / "hyp", ec);
+  fs::create_directories(bench.out_dir / "logs", ec);
+  if (ec) throw InputError("--report: cannot create '" + bench.out_dir.string() + "': " + ec.message());
 
   size_t baseline = 0;  // the row the others are tested against
   if (!options.baseline.empty()) {
@@ -231,116 +467,29 @@ CompareReport compare(const CompareOptions& options) {
     baseline = static_cast<size_t>(it - variants.begin());
   }
   report.baseline = variants[baseline].name;
-  const std::string self = self_executable();
-  std::vector<std::vector<std::string>> all_hyps;  // each variant's test output
-    Progress bar("[compare]", "configs", static_cast<int64_t>(variants.size()));
+  if (!options.seeds.empty()) report.significance_seed = options.seeds.front();
+  std::vector<std::vector<std::string>> first_hyps;  // each variant's test output (its first seed's)
+  Progress bar("[compare]", "runs", static_cast<int64_t>(all_runs.size()));
   int64_t done = 0;
-  auto phase = [&](const Variant& v, const std::string& what) { bar.update(done, {v.name + ": " + what}, "", true); };
   for (const auto& v : variants) {
-    const auto& save_dir = v.config.train.save_dir;
-    spdlog::info("[compare] {} ({}): {}", v.name, attention_name(v.config), save_dir);
-
-    // 1. train
-    if (options.train_missing && !training_finished(v.config)) {
-      const bool resume = fs::is_directory(save_dir) && !list_step_checkpoints(save_dir).empty();
-      std::vector<std::string> argv = {self, "train", v.path};
-      if (resume) argv.push_back("--resume");
-      if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
-      if (!options.overrides.empty()) {
-        argv.push_back("--set");
-        argv.insert(argv.end(), options.overrides.begin(), options.overrides.end());
-      }
-      spdlog::info("[compare] {}: training{}", v.name, resume ? " (resuming)" : "");
-      phase(v, "training");
-      const auto r = run_child(argv);
-      if (r.exit_code != 0) {
-        throw RuntimeError("training '" + v.path + "' failed (exit " + std::to_string(r.exit_code) + "); see '" +
-                           (fs::path(save_dir) / "train.log").string() + "'");
-      }
+    std::vector<VariantReport> runs;
+    for (const auto& run : v.runs) {
+      auto phase = [&](const std::string& what) { bar.update(done, {run.label() + ": " + what}, "", true); };
+      std::vector<std::string> hyps;
+      runs.push_back(evaluate_run(run, bench, /*samples=*/runs.empty(), &hyps, phase));
+      if (runs.size() == 1) first_hyps.push_back(std::move(hyps));
+      ++done;
+      phase("done");
     }
-    if (!fs::is_directory(save_dir) ||
-        (!fs::exists(fs::path(save_dir) / "best.pt") && list_step_checkpoints(save_dir).empty())) {
-      throw InputError("'" + v.path + "': no trained model in '" + save_dir +
-                       "' (train it first, or pass --train-missing)");
-    }
-    if (!options.train_missing && !training_finished(v.config)) {
-      spdlog::warn("[compare] {}: the run in '{}' has not reached its stop criteria; using the model it left", v.name,
-                   save_dir);
-    }
-
-    VariantReport vr;
-    auto& row = vr.row;
-    row.variant = v.name;
-    row.config_path = v.path;
-
-    // 2. decode in a child process: its own clock and its own peak RSS
-    const auto hyp_path = (out_dir / "hyp" / (v.name + ".txt")).string();
-    const auto timing_path = (out_dir / "logs" / (v.name + ".timing.json")).string();
-    const auto log_path = (out_dir / "logs" / (v.name + ".translate.log")).string();
-    // The config's decode.* (its YAML and --set), not the settings stored in the model.
-    const auto decode_settings = config_settings(v.config, "decode.");
-    std::vector<std::string> argv = {self,     "translate", "--model", save_dir,       "--input",
-                                     test.src, "--output",  hyp_path,  "--stats", timing_path};
-    for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
-    if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
-    spdlog::info("[compare] {}: translating {} sentences", v.name, test_text.src.size());
-    phase(v, "translating");
-    const auto decoded = run_child(argv, log_path);
-    if (decoded.exit_code != 0) {
-      throw RuntimeError("translating with '" + save_dir + "' failed (exit " + std::to_string(decoded.exit_code) +
-                         "): " + last_line(log_path));
-    }
-    const auto timing = nlohmann::json::parse(read_file(timing_path), nullptr, false);
-    row.decode_seconds = timing.is_object() ? timing.value("translate_seconds", kMissing) : kMissing;
-    row.decode_process_seconds = decoded.seconds;
-    row.decode_sentences_per_sec = test_text.src.size() / std::max(row.decode_seconds, 1e-9);
-    row.peak_rss_mib = decoded.peak_rss_mib;
-    const auto hyps = read_lines(hyp_path);
-    all_hyps.push_back(hyps);
-    row.bleu = corpus_bleu(hyps, test_text.tgt).score;
-    row.chrf = corpus_chrf(hyps, test_text.tgt).score;
-
-    // 3. in this process: the model's size, perplexity, attention
-    auto loaded = load_model(save_dir, "", "", decode_settings);
-    configure_compute(options.threads >= 0 ? options.threads : loaded.config.threads, loaded.config.gemm);
-    row.attention = attention_name(loaded.config);
-    row.decoder_style = loaded.config.model.decoder.style;
-    row.parameters = loaded.model->parameter_count();
-    row.beam_size = loaded.config.decode.beam_size;
-    if (!loaded.config.data.valid.src.empty()) {
-      row.valid_ppl =
-          perplexity(loaded, read_parallel(loaded.config.data.valid, "valid"), loaded.config.train.batch_size);
-    }
-    if (samples > 0) {
-      auto options_decode = translate_options(loaded.config.decode);
-      const auto sentences = translate_with_attention(loaded, report.sample_sources, options_decode);
-      for (const auto& s : sentences) {
-        vr.heatmaps.push_back({s.src_words, s.tgt_words, s.words, ""});
-        vr.translations.push_back(s.translation);
-      }
-    }
-    if (!gold.empty()) {
-      const auto links = align(loaded, gold_text.src, gold_text.tgt, AlignOptions{});
-      const auto aer = alignment_error_rate(links, gold);
-      row.aer = aer.aer;
-      row.precision = aer.precision;
-      row.recall = aer.recall;
-    }
-    read_training_log(save_dir, &vr);
-    spdlog::info("[compare] {}: BLEU {:.2f}, chrF {:.2f}, valid ppl {:.2f}, {:.1f} sent/s, {:.0f} MiB{}", v.name,
-                 row.bleu, row.chrf, row.valid_ppl, row.decode_sentences_per_sec, row.peak_rss_mib,
-                 gold.empty() ? std::string() : fmt::format(", AER {:.1f}%", 100 * row.aer));
-    ++done;
-    phase(v, "done");
-    report.variants.push_back(std::move(vr));
+    report.variants.push_back(options.seeds.empty() ? std::move(runs.front()) : merge_seeds(std::move(runs), v.runs));
   }
 
-  mark_significance(all_hyps, test_text.tgt, baseline, &report);
+  mark_significance(first_hyps, test_text.tgt, baseline, &report);
   if (!scratch) {
-    write_file_atomic((out_dir / "results.md").string(), results_markdown(report));
-    write_file_atomic((out_dir / "results.csv").string(), results_csv(report));
-    write_file_atomic((out_dir / "results.json").string(), results_json(report));
-    write_file_atomic((out_dir / "index.html").string(), results_html(report));
+    write_file_atomic((bench.out_dir / "results.md").string(), results_markdown(report));
+    write_file_atomic((bench.out_dir / "results.csv").string(), results_csv(report));
+    write_file_atomic((bench.out_dir / "results.json").string(), results_json(report));
+    write_file_atomic((bench.out_dir / "index.html").string(), results_html(report));
   }
   return report;
 }

@@ -11,6 +11,7 @@
 //      `samples` test sentences (heatmaps); with gold alignments, AER of force-decoded
 //      references (one link per target word at the attention argmax).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,21 @@ struct CompareOptions {
   std::string report_dir;  // results.{md,csv,json}, index.html, hyp/, logs/; empty: none
   int samples = 4;         // test sentences shown as heatmaps
   std::string baseline;    // the variant the others' p-values are against (default: the first)
+  // Train and measure every config once per seed (train.seed = N, train.save_dir = its own
+  // save_dir/seedN); rows show means and spreads; the p-values compare the first seed's outputs.
+  // Empty: one run per config, as its YAML says.
+  std::vector<uint64_t> seeds;
+  // Each config's models in SAVE_ROOT/<name> (SAVE_ROOT/<name>/seedN) instead of its train.save_dir:
+  // a study at another budget (--set) next to the configs' own runs.
+  std::string save_root;
   int threads = -1;        // -1: each config's own `threads`
 };
 
 // Runs the comparison and writes the report files; InputError / RuntimeError on failure.
 CompareReport compare(const CompareOptions& options);
+
+// --seeds: "N" for seeds 1..N (N <= 100), or a list "1,2,5"; InputError naming the flag otherwise.
+std::vector<uint64_t> parse_seeds(const std::string& text);
 
 // Whether SAVE_DIR holds a finished training run (see above); false if it holds
 // no checkpoint.

@@ -1,5 +1,6 @@
 // attnmt compare CONFIG.yaml... [--train-missing] [--test-src F --test-tgt F]
 //                [--align-gold-src F [--align-gold-tgt F] --align-gold F] [--report DIR] [--samples N] [--baseline NAME]
+//                [--seeds N|LIST] [--save-root DIR]
 // One row per config (analysis/compare.h); the table on stdout, the report files in DIR.
 #include <cstdio>
 #include <string>
@@ -28,11 +29,18 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--samples", o->samples, "Test sentences shown as attention heatmaps (default 4)");
   cmd->add_option("--baseline", o->baseline,
                   "The config (file name without .yaml) the others' BLEU/chrF p-values are against (default: the first)");
+  auto seeds = std::make_shared<std::string>();
+  cmd->add_option("--seeds", *seeds,
+                  "Train and measure every config with each seed: N (seeds 1..N) or a list 1,2,3; models in "
+                  "SAVE_DIR/seed<N>; rows show mean \u00b1 sd");
+  cmd->add_option("--save-root", o->save_root,
+                  "Keep each config's models in DIR/<name> (DIR/<name>/seed<N>) instead of its train.save_dir");
   cmd->add_option("--set", o->overrides, "Override a key in every config: --set train.max_steps=100 (repeatable)")
       ->take_all();
   cmd->add_option("--threads", o->threads, "Threads for training and decoding (default: each config's 'threads')");
-  cmd->callback([o, &global] {
+  cmd->callback([o, seeds, &global] {
     setup_logging(global.debug);
+    if (!seeds->empty()) o->seeds = parse_seeds(*seeds);
     const auto report = compare(*o);
     const auto table = results_terminal(report);
     std::fwrite(table.data(), 1, table.size(), stdout);

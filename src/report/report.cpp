@@ -36,6 +36,11 @@ struct Column {
   std::function<double(const VariantRow&)> number;  // empty for text columns
 };
 
+// "mean ± sd" over seeds, the value alone for one run.
+std::string with_spread(double v, const Spread& spread, int decimals) {
+  return std::isfinite(spread.sd) ? fixed(v, decimals) + " \xC2\xB1 " + fixed(spread.sd, decimals) : fixed(v, decimals);
+}
+
 std::vector<Column> columns(const CompareReport& report) {
   const bool aer = !report.gold_links.empty();
   std::vector<Column> c = {
@@ -43,15 +48,15 @@ std::vector<Column> columns(const CompareReport& report) {
       {"attention", "attention", [](const VariantRow& r) { return r.attention; }, nullptr},
       {"parameters", "parameters", [](const VariantRow& r) { return grouped(r.parameters); },
        [](const VariantRow& r) { return static_cast<double>(r.parameters); }},
-      {"bleu", "BLEU", [](const VariantRow& r) { return fixed(r.bleu, 2); },
+      {"bleu", "BLEU", [](const VariantRow& r) { return with_spread(r.bleu, r.bleu_spread, 2); },
        [](const VariantRow& r) { return r.bleu; }},
-      {"chrf", "chrF", [](const VariantRow& r) { return fixed(r.chrf, 2); },
+      {"chrf", "chrF", [](const VariantRow& r) { return with_spread(r.chrf, r.chrf_spread, 2); },
        [](const VariantRow& r) { return r.chrf; }},
       {"bleu_p", "p BLEU", [](const VariantRow& r) { return p_value_text(r.bleu_p); },
        [](const VariantRow& r) { return r.bleu_p; }},
       {"chrf_p", "p chrF", [](const VariantRow& r) { return p_value_text(r.chrf_p); },
        [](const VariantRow& r) { return r.chrf_p; }},
-      {"valid_ppl", "valid ppl", [](const VariantRow& r) { return fixed(r.valid_ppl, 2); },
+      {"valid_ppl", "valid ppl", [](const VariantRow& r) { return with_spread(r.valid_ppl, r.ppl_spread, 2); },
        [](const VariantRow& r) { return r.valid_ppl; }},
       {"train_tgt_tokens_per_sec", "train tgt tok/s",
        [](const VariantRow& r) { return fixed(r.train_tokens_per_sec, 0); },
@@ -65,7 +70,11 @@ std::vector<Column> columns(const CompareReport& report) {
        [](const VariantRow& r) { return r.peak_rss_mib; }},
   };
   if (aer) {
-    c.push_back({"aer", "AER %", [](const VariantRow& r) { return fixed(100 * r.aer, 1); },
+    c.push_back({"aer", "AER %",
+                 [](const VariantRow& r) {
+                   const Spread percent{100 * r.aer_spread.sd, 100 * r.aer_spread.min, 100 * r.aer_spread.max};
+                   return with_spread(100 * r.aer, percent, 1);
+                 },
                  [](const VariantRow& r) { return 100 * r.aer; }});
   }
   c.push_back({"steps", "steps", [](const VariantRow& r) { return grouped(r.steps); },
@@ -208,6 +217,12 @@ std::string aer_bars(const CompareReport& report) {
         << "\" width=\"" << fixed(width * r.aer, 1) << "\" height=\"" << bar << "\" fill=\"" << color_of(i) << "\"/>"
         << "<text x=\"" << left + width * r.aer + 4 << "\" y=\"" << y + bar - 5 << "\">" << fixed(100 * r.aer, 1)
         << "% (P " << fixed(100 * r.precision, 1) << ", R " << fixed(100 * r.recall, 1) << ")</text>";
+      if (std::isfinite(r.aer_spread.min)) {  // the seeds' range
+        o << "<line class=\"aer-range\" x1=\"" << fixed(left + width * r.aer_spread.min, 1) << "\" x2=\""
+          << fixed(left + width * r.aer_spread.max, 1) << "\" y1=\"" << y + bar / 2 << "\" y2=\"" << y + bar / 2
+          << "\" stroke=\"#222\" stroke-width=\"1.5\"><title>seeds: " << fixed(100 * r.aer_spread.min, 1) << "% to "
+          << fixed(100 * r.aer_spread.max, 1) << "%</title></line>";
+      }
     }
   }
   o << "</svg>";
@@ -335,16 +350,21 @@ std::string results_csv(const CompareReport& report) {
   std::string out =
       "variant,config,attention,decoder_style,parameters,bleu,chrf,bleu_p,chrf_p,valid_ppl,train_tgt_tokens_per_sec,beam_size,"
       "decode_sentences_per_sec,decode_seconds,decode_process_seconds,decode_peak_rss_mib,aer,precision,recall,steps,"
-      "train_minutes\n";
+      "train_minutes,seeds,bleu_sd,bleu_min,bleu_max,chrf_sd,chrf_min,chrf_max,valid_ppl_sd,valid_ppl_min,"
+      "valid_ppl_max,aer_sd,aer_min,aer_max\n";
+  auto spread = [&](const Spread& s) { return "," + num(s.sd) + "," + num(s.min) + "," + num(s.max); };
   for (const auto& v : report.variants) {
     const auto& r = v.row;
+    std::string seeds;
+    for (const auto& s : r.seeds) seeds += (seeds.empty() ? "" : " ") + std::to_string(s.seed);
     out += quote(r.variant) + "," + quote(r.config_path) + "," + quote(r.attention) + "," + quote(r.decoder_style) +
            "," + std::to_string(r.parameters) + "," + num(r.bleu) + "," + num(r.chrf) + "," + num(r.bleu_p) + "," +
            num(r.chrf_p) + "," + num(r.valid_ppl) + "," +
            num(r.train_tokens_per_sec) + "," + std::to_string(r.beam_size) + "," + num(r.decode_sentences_per_sec) +
            "," + num(r.decode_seconds) + "," + num(r.decode_process_seconds) + "," + num(r.peak_rss_mib) + "," +
            num(r.aer) + "," + num(r.precision) + "," + num(r.recall) + "," + std::to_string(r.steps) + "," +
-           num(r.train_minutes) + "\n";
+           num(r.train_minutes) + "," + seeds + spread(r.bleu_spread) + spread(r.chrf_spread) +
+           spread(r.ppl_spread) + spread(r.aer_spread) + "\n";
   }
   return out;
 }
@@ -353,6 +373,10 @@ std::string results_json(const CompareReport& report) {
   nlohmann::json j;
   j["test"] = {{"src", report.test_src}, {"tgt", report.test_tgt}, {"sentences", report.test_sentences}};
   j["baseline"] = report.baseline;  // the variant bleu_p / chrf_p are against
+  if (report.seeds > 0) {
+    j["seeds_per_config"] = report.seeds;
+    j["significance_seed"] = report.significance_seed;  // whose outputs the p-values compare
+  }
   if (!report.gold_links.empty()) {
     j["alignment_gold"] = {
         {"text", report.gold_text}, {"links", report.gold_links}, {"sentences", report.gold_sentences}};
@@ -381,12 +405,37 @@ std::string results_json(const CompareReport& report) {
                           {"recall", number_or_null(r.recall)},
                           {"steps", r.steps},
                           {"train_minutes", number_or_null(r.train_minutes)}};
-    row["curve"] = nlohmann::json::array();
-    for (const auto& p : v.curve) {
-      row["curve"].push_back({{"step", p.step},
-                              {"minutes", p.minutes},
-                              {"valid_bleu", number_or_null(p.bleu)},
-                              {"valid_ppl", number_or_null(p.ppl)}});
+    auto curve_json = [](const std::vector<CurvePoint>& curve) {
+      auto points = nlohmann::json::array();
+      for (const auto& p : curve) {
+        points.push_back({{"step", p.step},
+                          {"minutes", p.minutes},
+                          {"valid_bleu", number_or_null(p.bleu)},
+                          {"valid_ppl", number_or_null(p.ppl)}});
+      }
+      return points;
+    };
+    row["curve"] = v.curves.empty() ? nlohmann::json::array() : curve_json(v.curves.front());  // the first seed's
+    if (!r.seeds.empty()) {
+      for (const auto& [key, spread] : {std::pair<const char*, const Spread*>{"bleu", &r.bleu_spread},
+                                        {"chrf", &r.chrf_spread},
+                                        {"valid_ppl", &r.ppl_spread},
+                                        {"aer", &r.aer_spread}}) {
+        row[std::string(key) + "_sd"] = number_or_null(spread->sd);
+        row[std::string(key) + "_min"] = number_or_null(spread->min);
+        row[std::string(key) + "_max"] = number_or_null(spread->max);
+      }
+      row["seeds"] = nlohmann::json::array();
+      for (size_t k = 0; k < r.seeds.size(); ++k) {
+        const auto& s = r.seeds[k];
+        row["seeds"].push_back({{"seed", s.seed},
+                                {"save_dir", s.save_dir},
+                                {"bleu", number_or_null(s.bleu)},
+                                {"chrf", number_or_null(s.chrf)},
+                                {"valid_ppl", number_or_null(s.valid_ppl)},
+                                {"aer", number_or_null(s.aer)},
+                                {"curve", k < v.curves.size() ? curve_json(v.curves[k]) : nlohmann::json::array()}});
+      }
     }
     row["samples"] = v.translations;
     j["variants"].push_back(row);
@@ -403,6 +452,15 @@ std::string results_html(const CompareReport& report) {
     << "</code> (" << report.test_sentences << " sentences), each model's own beam size; BLEU/chrF as sacreBLEU; "
     << "decode speed and peak RSS measured in a separate <code>attnmt translate</code> process (search time only for "
     << "sentences/s); train speed, steps and time from each model's <code>log.jsonl</code>.";
+  if (report.seeds > 0) {
+    o << " Each config trained with " << report.seeds << " seed" << (report.seeds > 1 ? "s" : "")
+      << ": figures are means over them, BLEU/chrF/valid ppl/AER as mean \xC2\xB1 standard deviation (min and max in "
+         "results.csv/json); p-values (paired bootstrap, 1,000 resamples, * p &lt; 0.05) compare the outputs of seed "
+      << report.significance_seed << " against <code>" << xml_escape(report.baseline) << "</code>.";
+  } else if (report.variants.size() > 1) {
+    o << " p-values: paired bootstrap (1,000 resamples) against <code>" << xml_escape(report.baseline)
+      << "</code>, * p &lt; 0.05.";
+  }
   if (!report.gold_links.empty()) {
     o << " AER on <code>" << xml_escape(report.gold_links) << "</code> (" << report.gold_sentences
       << " sentence pairs, force-decoded references, one link per target word at the attention argmax).";
@@ -437,9 +495,13 @@ std::string results_html(const CompareReport& report) {
                     const std::function<double(const CurvePoint&)>& y) {
     std::vector<Series> all;
     for (size_t i = 0; i < report.variants.size(); ++i) {
-      Series s{report.variants[i].row.variant, color_of(i), {}};
-      for (const auto& p : report.variants[i].curve) s.points.emplace_back(x(p), y(p));
-      all.push_back(s);
+      const auto& v = report.variants[i];
+      for (size_t k = 0; k < v.curves.size(); ++k) {  // one line per seed, in the variant's colour
+        const auto name = v.row.variant + (k < v.row.seeds.size() ? " seed " + std::to_string(v.row.seeds[k].seed) : "");
+        Series s{name, color_of(i), {}};
+        for (const auto& p : v.curves[k]) s.points.emplace_back(x(p), y(p));
+        all.push_back(s);
+      }
     }
     return all;
   };

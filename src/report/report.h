@@ -13,7 +13,21 @@ namespace attnmt {
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();  // shown as "–"
 
-// One row of the table: one config.
+// A figure over a config's seeds (compare --seeds): the sample standard deviation (n - 1), the
+// smallest and the largest; all missing for a single run.
+struct Spread {
+  double sd = kMissing, min = kMissing, max = kMissing;
+};
+
+// One seed's run of a config (compare --seeds).
+struct SeedResult {
+  uint64_t seed = 0;
+  std::string save_dir;
+  double bleu = kMissing, chrf = kMissing, valid_ppl = kMissing, aer = kMissing;
+};
+
+// One row of the table: one config. With several seeds, every figure is the mean over them
+// (peak RSS: the largest), BLEU/chrF/valid ppl/AER with their spread.
 struct VariantRow {
   std::string variant;  // the config file's name without .yaml
   std::string config_path;
@@ -34,6 +48,8 @@ struct VariantRow {
   double aer = kMissing, precision = kMissing, recall = kMissing;  // 0..1, when gold is given
   int64_t steps = 0;                                               // from log.jsonl
   double train_minutes = kMissing;  // from log.jsonl (training wall time, validation included)
+  std::vector<SeedResult> seeds;    // empty: one run, no --seeds
+  Spread bleu_spread, chrf_spread, ppl_spread, aer_spread;
 };
 
 // One validation of the training run (log.jsonl "valid" records).
@@ -46,7 +62,7 @@ struct CurvePoint {
 
 struct VariantReport {
   VariantRow row;
-  std::vector<CurvePoint> curve;
+  std::vector<std::vector<CurvePoint>> curves;  // one per seed (one without --seeds)
   std::vector<Heatmap> heatmaps;          // one per sample sentence (word level)
   std::vector<std::string> translations;  // the same sentences, this variant's output
 };
@@ -54,6 +70,8 @@ struct VariantReport {
 struct CompareReport {
   std::vector<VariantReport> variants;
   std::string baseline;  // the variant the p-values are against
+  size_t seeds = 0;      // runs per config (compare --seeds); 0: one run each, no seed given
+  uint64_t significance_seed = 0;  // with seeds: the seed whose outputs the p-values compare
   std::string test_src, test_tgt;  // paths
   size_t test_sentences = 0;
   std::string gold_text, gold_links;  // paths, empty without gold

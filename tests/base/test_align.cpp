@@ -215,8 +215,9 @@ CompareReport sample_report(size_t variants, size_t sentences) {
     if (v > 0) r.row.bleu_p = v == 1 ? 0.001 : 0.25, r.row.chrf_p = 0.5;  // against variant 0
     r.row.steps = 3803;
     r.row.train_minutes = 43.1;
+    r.curves.emplace_back();
     for (int s = 1; s <= 4; ++s) {
-      r.curve.push_back({s * 500, s * 5.0 + v, 5.0 * s + v, 40.0 / s + v});
+      r.curves.back().push_back({s * 500, s * 5.0 + v, 5.0 * s + v, 40.0 / s + v});
     }
     for (size_t k = 0; k < sentences; ++k) {
       r.heatmaps.push_back({{"Ein", "Hund", "läuft", "<schnell>", "&", "weit", "."},

@@ -1,6 +1,7 @@
 // align, plot and compare through the real program on tiny models, and the compare report in a
 // real browser (headless Chromium; skipped with a message where it is not installed).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -232,6 +233,82 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   fs::remove_all(dir);
 }
 
+TEST_CASE("compare --seeds: every config once per seed, mean and spread, p-values on the first seed",
+          "[compare][e2e]") {
+  auto dir = temp_dir("compare_seeds");
+  write_tiny_gold(dir, 6);
+  std::string general = tiny_config(dir / "elsewhere" / "general", 30);
+  std::string dot = general;
+  dot.replace(dot.find("luong_general"), 13, "luong_concat");
+  dot.replace(dot.find((dir / "elsewhere" / "general").string()), (dir / "elsewhere" / "general").string().size(),
+              (dir / "elsewhere" / "dot").string());
+  write(dir / "general.yaml", general);
+  write(dir / "dot.yaml", dot);
+  const auto root = dir / "study";
+  const std::string args = "compare " + (dir / "general.yaml").string() + " " + (dir / "dot.yaml").string() +
+                           " --test-src " + kData + "/tiny.de --test-tgt " + kData + "/tiny.en --align-gold-src " +
+                           (dir / "gold.txt").string() + " --align-gold " + (dir / "gold.talp").string() +
+                           " --report " + (dir / "report").string() + " --samples 1 --threads 1 --save-root " +
+                           root.string() + " --train-missing";
+  auto r = run(args + " --seeds 3,7");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(count(r.output, ": training") == 4);
+  // each seed in its own save dir under --save-root, none in the configs' own save dirs
+  for (const char* name : {"general", "dot"}) {
+    for (const char* seed : {"seed3", "seed7"}) CHECK(fs::exists(root / name / seed / "best.pt"));
+  }
+  CHECK(!fs::exists(dir / "elsewhere"));
+  const auto json = nlohmann::json::parse(attnmt::read_file((dir / "report" / "results.json").string()));
+  CHECK(json["seeds_per_config"] == 2);
+  CHECK(json["significance_seed"] == 3);
+  for (const auto& v : json["variants"]) {
+    REQUIRE(v["seeds"].size() == 2);
+    CHECK(v["seeds"][0]["seed"] == 3);
+    CHECK(v["seeds"][1]["seed"] == 7);
+    // different seeds train different models
+    const double p0 = v["seeds"][0]["valid_ppl"].get<double>(), p1 = v["seeds"][1]["valid_ppl"].get<double>();
+    CHECK(p0 != p1);
+    for (const char* key : {"bleu", "chrf", "valid_ppl", "aer"}) {
+      const double a = v["seeds"][0][key].get<double>(), b = v["seeds"][1][key].get<double>();
+      INFO(key);
+      CHECK(v[key].get<double>() == Approx((a + b) / 2));
+      CHECK(v[std::string(key) + "_sd"].get<double>() == Approx(std::fabs(a - b) / std::sqrt(2.0)));
+      CHECK(v[std::string(key) + "_min"].get<double>() == std::min(a, b));
+      CHECK(v[std::string(key) + "_max"].get<double>() == std::max(a, b));
+    }
+    CHECK(v["seeds"][1]["curve"].size() == 1);  // validated at the end of the run
+  }
+  // p-values: seed 3's outputs, as `attnmt score --paired-bs` gives them
+  const auto paired = run("score --ref " + kData + "/tiny.en --hyp " +
+                          (dir / "report" / "hyp" / "general.seed3.txt").string() + " --hyp " +
+                          (dir / "report" / "hyp" / "dot.seed3.txt").string() + " --paired-bs --json 2>/dev/null");
+  REQUIRE(paired.status == 0);
+  const auto scored = nlohmann::json::parse(paired.output);
+  CHECK(json["variants"][1]["bleu_p"].get<double>() == Approx(scored[1]["BLEU"]["p_value"].get<double>()));
+  const auto md = attnmt::read_file((dir / "report" / "results.md").string());
+  CHECK(count(md, " \xC2\xB1 ") >= 2 * 4);  // BLEU, chrF, valid ppl, AER of both rows
+  const auto csv = attnmt::read_lines((dir / "report" / "results.csv").string());
+  REQUIRE(csv.size() == 3);
+  CHECK_THAT(csv[0], Contains(",seeds,bleu_sd,bleu_min,bleu_max,"));
+  CHECK_THAT(csv[1], Contains(",3 7,"));
+  const auto html = attnmt::read_file((dir / "report" / "index.html").string());
+  CHECK(count(html, "class=\"aer-range\"") == 2);
+  CHECK_THAT(html, Contains("general seed 7"));  // a curve per seed
+  // a second run reuses all four models
+  r = run(args + " --seeds 3,7");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find(": training") == std::string::npos);
+  // bad --seeds values: one line naming the flag, nothing trained
+  for (const char* bad : {"0", "x", "1,,2", "2,2", "101"}) {
+    r = run(args + " --seeds " + bad);
+    INFO(bad);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Contains(std::string("--seeds ") + bad + ":"));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("compare report in a real browser: table, sorting, one heatmap per variant per sentence",
           "[report][browser]") {
   const auto browser = chromium();
@@ -258,7 +335,7 @@ TEST_CASE("compare report in a real browser: table, sorting, one heatmap per var
     r.row.bleu = bleu[v];
     r.row.aer = 0.2 * (v + 1);
     r.row.precision = r.row.recall = 0.5;
-    r.curve = {{100, 1.0, 5.0 + v, 30.0}, {200, 2.0, 9.0 + v, 20.0}};
+    r.curves = {{{100, 1.0, 5.0 + v, 30.0}, {200, 2.0, 9.0 + v, 20.0}}};
     r.heatmaps = {
         {{"Ein", "Hund", "läuft", "."}, {"A", "dog", "runs", "."}, {{1, 0}, {0, 1}, {0, 0, 1}, {0, 0, 0, 1}}, ""},
         {{"Zwei", "Männer", "."}, {"Two", "men", "."}, {{1}, {0, 1}, {0, 0, 1}}, ""}};
