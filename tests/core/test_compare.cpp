@@ -309,7 +309,7 @@ TEST_CASE("compare --seeds: every config once per seed, mean and spread, p-value
   fs::remove_all(dir);
 }
 
-TEST_CASE("compare report in a real browser: table, sorting, one heatmap per variant per sentence",
+TEST_CASE("compare report in a real browser: table, sorting, seeds, one heatmap per variant per sentence",
           "[report][browser]") {
   const auto browser = chromium();
   if (browser.empty()) {
@@ -321,6 +321,8 @@ TEST_CASE("compare report in a real browser: table, sorting, one heatmap per var
   // A report as compare writes it: 3 variants, 2 sentences, AER for two of them.
   attnmt::CompareReport report;
   report.test_src = "test.de";
+  report.seeds = 2;
+  report.significance_seed = 1;
   report.test_sentences = 2;
   report.gold_text = "gold.txt";
   report.gold_links = "gold.talp";
@@ -335,7 +337,11 @@ TEST_CASE("compare report in a real browser: table, sorting, one heatmap per var
     r.row.bleu = bleu[v];
     r.row.aer = 0.2 * (v + 1);
     r.row.precision = r.row.recall = 0.5;
-    r.curves = {{{100, 1.0, 5.0 + v, 30.0}, {200, 2.0, 9.0 + v, 20.0}}};
+    // two seeds each: mean ± sd in the table, a curve per seed
+    r.curves = {{{100, 1.0, 5.0 + v, 30.0}, {200, 2.0, 9.0 + v, 20.0}}, {{100, 1.0, 4.0 + v, 31.0}, {200, 2.0, 8.0 + v, 21.0}}};
+    r.row.seeds = {{1, "runs/v/seed1", bleu[v] - 1, 40, 20, r.row.aer - 0.05}, {2, "runs/v/seed2", bleu[v] + 1, 42, 21, r.row.aer + 0.05}};
+    r.row.bleu_spread = {1.41, bleu[v] - 1, bleu[v] + 1};
+    r.row.aer_spread = {0.07, r.row.aer - 0.05, r.row.aer + 0.05};
     r.heatmaps = {
         {{"Ein", "Hund", "läuft", "."}, {"A", "dog", "runs", "."}, {{1, 0}, {0, 1}, {0, 0, 1}, {0, 0, 0, 1}}, ""},
         {{"Zwei", "Männer", "."}, {"Two", "men", "."}, {{1}, {0, 1}, {0, 0, 1}}, ""}};
@@ -362,6 +368,9 @@ TEST_CASE("compare report in a real browser: table, sorting, one heatmap per var
   CHECK(v1 < v2);
   CHECK(v2 < v0);
   CHECK_THAT(dom, Contains("data-order=\"desc\""));
+  CHECK(count(dom, "seed 2</title></path>") == 4 * 3);  // 4 charts, a line per variant and seed
+  CHECK(count(dom, "class=\"aer-range\"") == 3);
+  CHECK_THAT(dom, Contains("30.25 \xC2\xB1 1.41"));
 
   shell(browser + " " + flags + " --window-size=1280,1600 --screenshot=" + (dir / "shot.png").string() + " \"" + url +
         "\" >/dev/null 2>&1");
