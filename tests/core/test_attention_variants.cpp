@@ -451,7 +451,7 @@ TEST_CASE("area attention: mean keys and summed values over spans of 1..A", "[at
   REQUIRE(out.weights[0][3].item<double>() == 0.0);
 }
 
-TEST_CASE("hard attention: argmax when decoding, samples alpha and learns by REINFORCE when training",
+TEST_CASE("hard attention: argmax when decoding; half the sentences sampled, REINFORCE on the score only",
           "[attention][hard]") {
   torch::manual_seed(16);
   auto config = config_of("hard");
@@ -460,9 +460,12 @@ TEST_CASE("hard attention: argmax when decoding, samples alpha and learns by REI
   const int64_t N = 4000;
   auto memory = torch::randn({1, 4, 3}, kDouble).expand({N, 4, 3}).contiguous();
   auto mask = mask_of(std::vector<int64_t>(N, 3), 4);
-  auto query = torch::randn({1, 3}, kDouble).expand({N, 3}).contiguous();
+  auto query = torch::randn({1, 3}, kDouble).expand({N, 3}).contiguous().set_requires_grad(true);
   auto w_a = attention->named_parameters()["w_a.weight"].detach();  // [Dq, Dm]
-  auto alpha = masked_softmax((torch::matmul(memory, w_a.t()) * query.unsqueeze(1)).sum(2), mask);  // [N, 4]
+  auto alpha_of = [&](const torch::Tensor& q) {
+    return masked_softmax((torch::matmul(memory, w_a.t()) * q.unsqueeze(1)).sum(2), mask);  // [N, 4]
+  };
+  auto alpha = alpha_of(query.detach());
   auto mem = attention->prepare(memory, mask);
 
   auto decoded = attention->forward(query, mem, {}, 0);
@@ -471,27 +474,48 @@ TEST_CASE("hard attention: argmax when decoding, samples alpha and learns by REI
   REQUIRE(torch::allclose(decoded.context[0], memory[0][alpha[0].argmax().item<int64_t>()]));
 
   attention->train();
-  auto sampled = attention->forward(query, mem, {}, 0);
-  auto frequency = sampled.weights.mean(0);  // [4]
+  auto out = attention->forward(query, mem, {}, 0);
+  auto weights = out.weights.detach();
+  // A sampled row reports one-hot weights and the chosen state; the others alpha and sum_i alpha_i h_i.
+  auto sampled = std::get<0>(weights.max(1)).eq(1.0);  // [N] (alpha has no weight of 1 here)
+  REQUIRE(alpha.max().item<double>() < 0.99);
+  const double share = sampled.to(kDouble).mean().item<double>();
+  REQUIRE(share == Approx(1 - HardAttention::kExpectedValueShare).margin(0.03));
+  auto k = weights.argmax(1);
+  for (int64_t n = 0; n < 200; ++n) {
+    INFO("row " << n);
+    if (sampled[n].item<bool>()) {
+      REQUIRE(torch::allclose(out.context[n], memory[0][k[n].item<int64_t>()]));
+    } else {
+      REQUIRE(torch::allclose(weights[n], alpha[n]));
+      REQUIRE(torch::allclose(out.context[n], torch::matmul(alpha[n], memory[0])));
+    }
+  }
+  auto frequency = weights.masked_select(sampled.unsqueeze(1)).view({-1, 4}).mean(0);  // [4]
   for (int64_t i = 0; i < 4; ++i) {
     INFO("position " << i);
     REQUIRE(frequency[i].item<double>() == Approx(alpha[0][i].item<double>()).margin(0.03));
   }
   REQUIRE(frequency[3].item<double>() == 0.0);  // padding is never sampled
-  // The surrogate loss by hand: baseline = mean reward on the first batch.
+  // The surrogate loss by hand: baseline = mean reward on the first batch, the advantage divided by
+  // the batch's standard deviation, log-probabilities of the sampled rows only.
   auto reward = torch::linspace(-3.0, -1.0, N, kDouble);
-  auto k = sampled.weights.argmax(1);
   auto log_alpha = alpha.clamp_min(1e-30).log();
-  auto log_prob = log_alpha.gather(1, k.unsqueeze(1)).squeeze(1);
+  auto log_prob = log_alpha.gather(1, k.unsqueeze(1)).squeeze(1) * sampled.to(kDouble);
   auto entropy = -(alpha * log_alpha).sum(1);
-  const double expected = (-((reward - reward.mean()) * log_prob).sum() -
-                           HardAttention::kEntropyBonus * entropy.sum()).item<double>();
+  auto advantage = (reward - reward.mean()) / (reward.std().item<double>() + 1e-6);
+  const double expected = (-(advantage * log_prob).sum() - HardAttention::kEntropyBonus * entropy.sum()).item<double>();
   auto loss = attention->take_auxiliary_loss(reward, torch::ones({N}, torch::kLong));
   REQUIRE(loss.item<double>() == Approx(expected).epsilon(1e-9));
   loss.backward();
   auto grad = attention->named_parameters()["w_a.weight"].grad();
   REQUIRE(grad.defined());
   REQUIRE(grad.abs().sum().item<double>() > 0.0);
+  // The REINFORCE term does not reach the decoder state: the query's gradient is the entropy bonus's.
+  auto q = query.detach().clone().set_requires_grad(true);
+  auto a = alpha_of(q);
+  (HardAttention::kEntropyBonus * (a * a.clamp_min(1e-30).log()).sum()).backward();
+  REQUIRE(torch::allclose(query.grad(), q.grad(), 1e-9, 1e-12));
 }
 
 TEST_CASE("forward attention follows Zhang et al.'s recursion and moves one step at most", "[attention][forward]") {
