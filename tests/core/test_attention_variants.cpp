@@ -451,7 +451,7 @@ TEST_CASE("area attention: mean keys and summed values over spans of 1..A", "[at
   REQUIRE(out.weights[0][3].item<double>() == 0.0);
 }
 
-TEST_CASE("hard attention: argmax when decoding; half the sentences sampled, REINFORCE on the score only",
+TEST_CASE("hard attention: argmax when decoding, half the sentences sampled, REINFORCE on the score only",
           "[attention][hard]") {
   torch::manual_seed(16);
   auto config = config_of("hard");
