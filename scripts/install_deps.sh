@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config libtorch-dev libsentencepiece-dev libyaml-cpp-dev libspdlog-dev
           catch2 libcli11-dev nlohmann-json3-dev zlib1g-dev libopenblas0-openmp libgloo-dev libdnnl-dev
-          libcairo2-dev fonts-dejavu-core libgoogle-perftools-dev)
+          libcairo2-dev fonts-dejavu-core libgoogle-perftools-dev libcpp-httplib-dev)
 [ "${1:-}" = "--test" ] && packages+=(chromium)
 missing=()
 for p in "${packages[@]}"; do

@@ -24,5 +24,6 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global);
 void add_lexicon_command(CLI::App& app, const GlobalOptions& global);
 void add_average_command(CLI::App& app, const GlobalOptions& global);
 void add_config_command(CLI::App& app, const GlobalOptions& global);
+void add_serve_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnmt::cli

@@ -43,6 +43,7 @@ int run(int argc, char** argv) {
   cli::add_lexicon_command(app, global);
   cli::add_average_command(app, global);
   cli::add_config_command(app, global);
+  cli::add_serve_command(app, global);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Load test of `attnmt serve` on the loopback interface (wrk, Debian's `wrk`, with a Lua script):
+# 1, 8, 32 and 128 concurrent clients, each sending one sentence of test_2016_flickr per request
+# (beam 5, the model's decode settings), for DURATION seconds per level. Prints, per level,
+# sentences/s and the p50/p95/p99 latency, and the server's throughput as a share of `attnmt
+# translate`'s batch throughput on the same model and input in the same run; the p50 at 1 client
+# is set against translating one sentence alone (`translate --batch-size 1`: its search seconds
+# per sentence, model loading excluded).
+#   scripts/load_test.sh [MODEL] [DURATION]   (default: runs/multi30k_de_en/quickstart, 20 s)
+# Bounded: each level runs DURATION seconds; the server binds 127.0.0.1 only and is stopped with
+# SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=${1:-runs/multi30k_de_en/quickstart}
+duration=${2:-20}
+threads=${THREADS:-2}
+port=${PORT:-5077}
+input=data/multi30k/test_2016_flickr.de.gz
+if [ ! -e "$model" ]; then
+  echo "load_test.sh: no model at '$model' (train one: scripts/quickstart.sh, or give its path)" >&2
+  exit 2
+fi
+command -v wrk >/dev/null || { echo "load_test.sh: wrk is not installed (Debian: apt-get install wrk)" >&2; exit 2; }
+if [ -z "${ATTNMT:-}" ]; then
+  scripts/install_deps.sh
+  scripts/build.sh --target attnmt
+  ATTNMT=build/attnmt
+fi
+export OMP_WAIT_POLICY=PASSIVE
+work=$(mktemp -d)
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+zcat -f "$input" > "$work/input.txt"
+
+# batch throughput, and one sentence at a time
+"$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/batch.txt" --threads "$threads" \
+  --stats "$work/batch.json" 2>/dev/null
+"$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/single.txt" --threads "$threads" \
+  --batch-size 1 --stats "$work/single.json" 2>/dev/null
+read -r batch_rate alone_ms < <(python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
+print(b["sentences"] / b["translate_seconds"], 1000 * s["translate_seconds"] / s["sentences"])' \
+  "$work/batch.json" "$work/single.json")
+
+cat > "$work/one_sentence.lua" <<LUA
+local lines = {}
+for line in io.lines("$work/input.txt") do lines[#lines + 1] = line end
+local counter = 0
+local function quote(s) return '"' .. s:gsub('\\\\', '\\\\\\\\'):gsub('"', '\\\\"') .. '"' end
+request = function()
+  counter = counter + 1
+  local body = '{"text": [' .. quote(lines[(counter % #lines) + 1]) .. ']}'
+  return wrk.format("POST", "/v1/translate", {["Content-Type"] = "application/json"}, body)
+end
+done = function(summary, latency, requests)
+  local errors = summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout
+  io.write(string.format("RESULT %d %.3f %.3f %.3f %.3f %d\n", summary.requests, summary.duration / 1e6,
+    latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency:percentile(99) / 1000, errors))
+end
+LUA
+
+"$ATTNMT" serve --model "$model" --port "$port" --threads "$threads" --max-batch-sentences 64 --max-wait-ms 5 \
+  --max-queue 4096 > "$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 600); do
+  grep -q "on http://" "$work/serve.log" && break
+  kill -0 $server 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+  sleep 0.1
+done
+
+cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+echo "# $(date -u +%Y-%m-%d) on $cpu ($(nproc) cores), $threads threads, model $model, beam as its config"
+printf "batch throughput (attnmt translate): %.1f sentences/s; one sentence alone: %.1f ms\n" "$batch_rate" "$alone_ms"
+echo "| clients | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | errors |"
+echo "|---:|---:|---:|---:|---:|---:|---:|"
+for clients in 1 8 32 128; do
+  wrk_threads=$(( clients < 2 ? 1 : 2 ))
+  out=$(wrk -t"$wrk_threads" -c"$clients" -d"${duration}s" --timeout 30s -s "$work/one_sentence.lua" \
+        "http://127.0.0.1:$port" 2>&1 | grep '^RESULT')
+  read -r _ requests seconds p50 p95 p99 errors <<< "$out"
+  python3 -c '
+import sys
+c, n, s, p50, p95, p99, e, batch = sys.argv[1:]
+rate = float(n) / float(s)
+print(f"| {c} | {rate:.1f} | {100 * rate / float(batch):.0f}% | {float(p50):.1f} | {float(p95):.1f} | {float(p99):.1f} | {e} |")' \
+    "$clients" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate"
+done
+kill -TERM $server
+wait $server
+echo "server exited $?"

@@ -1,0 +1,102 @@
+// attnmt serve --model [NAME=]MODEL [--model ...] [--host H] [--port P] [--max-batch-sentences N]
+//              [--max-wait-ms M] [--workers W] [--max-queue N] [--timeout S] [--set decode.key=value ...]
+// Trained models behind HTTP + JSON with dynamic batching (serve/server.h for the endpoints).
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/decode_flags.h"
+#include "util/error.h"
+#include "util/logging.h"
+
+#ifdef ATTNMT_WITH_HTTP
+#include "decoding/seq2seq_step_model.h"
+#include "io/model_file.h"
+#include "runtime/compute.h"
+#include "serve/server.h"
+#endif
+
+namespace attnmt::cli {
+
+void add_serve_command(CLI::App& app, const GlobalOptions& global) {
+  struct Options {
+    std::vector<std::string> models;
+    std::string host = "127.0.0.1";
+    int port = 5000;
+    size_t max_batch = 32, max_queue = 2048, max_request = 1000, max_body = 1 << 20;
+    int max_wait_ms = 10, workers = 1;
+    double timeout = 60;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("serve", "Serve models over HTTP + JSON, with dynamic batching");
+  cmd->add_option("--model", o->models,
+                  "[NAME=]MODEL: a model file or save dir, named NAME (default: the file's or dir's name); repeatable")
+      ->required();
+  cmd->add_option("--host", o->host, "Address to listen on (default 127.0.0.1: this machine only)");
+  cmd->add_option("--port", o->port, "Port (default 5000; 0 = any free port, printed)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--max-batch-sentences", o->max_batch, "Sentences per search batch, from all requests (default 32)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-wait-ms", o->max_wait_ms,
+                  "How long the oldest waiting sentence waits for others to batch with (default 10)")
+      ->check(CLI::Range(0, 10000));
+  cmd->add_option("--workers", o->workers, "Batches decoded at once (default 1)")->check(CLI::Range(1, 64));
+  cmd->add_option("--max-queue", o->max_queue, "Sentences waiting at most; beyond: 503 (default 2048)")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--max-request-sentences", o->max_request, "Sentences per request at most; beyond: 413 (default 1000)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-body-bytes", o->max_body, "Request body size at most; beyond: 413 (default 1 MiB)")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--timeout", o->timeout, "Seconds a request may wait for its translations; then 504 (default 60)")
+      ->check(CLI::Range(0.001, 86400.0));
+  const auto settings = add_decode_flags(
+      cmd, {{"--beam-size", "decode.beam_size", "Default beam size (a request may ask for another)"},
+            {"--n-best", "decode.n_best", "Default n-best"},
+            {"--threads", "threads", "Threads (0 = all cores)"},
+            {"--precision", "decode.precision", "fp32 | bf16"},
+            {"--device", "device", "cpu | cuda | cuda:N"}});
+  cmd->callback([o, settings, &global] {
+    setup_logging(global.debug);
+#ifdef ATTNMT_WITH_HTTP
+    std::vector<LoadedModel> loaded;
+    std::vector<std::unique_ptr<Seq2SeqStepModel>> steps;
+    std::vector<ServedModel> served;
+    loaded.reserve(o->models.size());
+    for (const auto& spec : o->models) {
+      const auto eq = spec.find('=');
+      std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+      const std::string path = eq == std::string::npos ? spec : spec.substr(eq + 1);
+      if (eq != std::string::npos && name.empty()) throw InputError("--model " + spec + ": empty NAME before '='");
+      if (name.empty()) {
+        const std::filesystem::path p(path);
+        name = std::filesystem::is_directory(p) ? std::filesystem::absolute(p).lexically_normal().filename().string()
+                                                : p.stem().string();
+        if (name.empty()) name = std::filesystem::absolute(p).parent_path().filename().string();
+      }
+      for (const auto& s : served) {
+        if (s.name == name) throw InputError("--model " + spec + ": a model named '" + name + "' is already served");
+      }
+      loaded.push_back(load_model(path, "", "", *settings));
+      const auto& m = loaded.back();
+      const auto& dc = m.config.decode;
+      steps.push_back(std::make_unique<Seq2SeqStepModel>(m.model, dc.precision, dc.packed_weights));
+      if (dc.shortlist) steps.back()->use_shortlist(m.lexicon, dc.shortlist_first, dc.shortlist_best);
+      served.push_back({name, m.checkpoint, steps.back().get(), &m.tokenizers, translate_options(m.config.decode)});
+    }
+    configure_compute(loaded.front().config.threads, loaded.front().config.gemm);
+    ServeOptions options;
+    options.host = o->host;
+    options.port = o->port;
+    options.batching = {o->max_batch, o->max_wait_ms, o->max_queue, o->workers};
+    options.max_request_sentences = o->max_request;
+    options.max_body_bytes = o->max_body;
+    options.request_timeout_s = o->timeout;
+    serve(served, options);
+#else
+    throw InputError("serve: this attnmt was built without cpp-httplib (Debian: libcpp-httplib-dev)");
+#endif
+  });
+}
+
+}  // namespace attnmt::cli

@@ -1,0 +1,163 @@
+#include "serve/batcher.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/logging.h"
+
+namespace attnmt {
+
+bool Pending::wait_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return done_.wait_until(lock, deadline, [&] { return remaining_ == 0; });
+}
+
+void Pending::cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = true;
+}
+
+bool Pending::cancelled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancelled_;
+}
+
+Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits), metrics_(metrics) {
+  limits_.max_batch_sentences = std::max<size_t>(1, limits_.max_batch_sentences);
+  for (int i = 0; i < std::max(1, limits_.workers); ++i) workers_.emplace_back([this] { work(); });
+}
+
+Batcher::~Batcher() { stop(); }
+
+std::shared_ptr<Pending> Batcher::submit(const ServedModel& model, const RequestOptions& options,
+                                         std::vector<std::string> sentences) {
+  auto pending = std::make_shared<Pending>(sentences.size());
+  if (sentences.empty()) return pending;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_ || queued_ + sentences.size() > limits_.max_queue_sentences) return nullptr;
+  Lane* lane = nullptr;
+  for (auto& l : lanes_) {
+    if (l->model == &model && l->options == options) lane = l.get();
+  }
+  if (!lane) {
+    lanes_.push_back(std::make_unique<Lane>(Lane{&model, options, {}, 0}));
+    lane = lanes_.back().get();
+  }
+  queued_ += sentences.size();
+  lane->sentences += sentences.size();
+  lane->entries.push_back({pending, std::move(sentences), 0, std::chrono::steady_clock::now()});
+  if (metrics_) metrics_->queue_depth(queued_);
+  changed_.notify_all();
+  return pending;
+}
+
+void Batcher::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  for (auto& w : workers_) {
+    if (w.joinable()) w.join();
+  }
+}
+
+size_t Batcher::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queued_;
+}
+
+Batcher::Lane* Batcher::oldest_lane() {
+  Lane* best = nullptr;
+  for (auto& l : lanes_) {
+    if (l->entries.empty()) continue;
+    if (!best || l->entries.front().arrived < best->entries.front().arrived) best = l.get();
+  }
+  return best;
+}
+
+void Batcher::drop_cancelled(Lane& lane) {
+  for (auto it = lane.entries.begin(); it != lane.entries.end();) {
+    if (it->pending->cancelled()) {
+      const size_t left = it->sentences.size() - it->next;
+      lane.sentences -= left;
+      queued_ -= left;
+      it = lane.entries.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Batcher::work() {
+  for (;;) {
+    std::vector<Item> items;
+    std::vector<std::string> lines;
+    const ServedModel* model = nullptr;
+    RequestOptions options;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return stopping_ || queued_ > 0; });
+      for (auto& l : lanes_) drop_cancelled(*l);
+      Lane* lane = oldest_lane();
+      if (!lane) {
+        if (stopping_) return;
+        continue;
+      }
+      // Wait for more sentences of this lane until the batch is full or the oldest has waited
+      // max_wait_ms (not when stopping: then everything queued goes out at once).
+      const auto deadline = lane->entries.front().arrived + std::chrono::milliseconds(limits_.max_wait_ms);
+      changed_.wait_until(lock, deadline,
+                          [&] { return stopping_ || lane->sentences >= limits_.max_batch_sentences; });
+      drop_cancelled(*lane);
+      if (lane->entries.empty()) continue;
+      // One sentence from each waiting request in turn.
+      while (items.size() < limits_.max_batch_sentences && !lane->entries.empty()) {
+        for (auto it = lane->entries.begin(); it != lane->entries.end() && items.size() < limits_.max_batch_sentences;) {
+          items.push_back({it->pending, it->next});
+          lines.push_back(std::move(it->sentences[it->next]));
+          ++it->next;
+          if (it->next == it->sentences.size()) {
+            it = lane->entries.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
+      lane->sentences -= items.size();
+      queued_ -= items.size();
+      model = lane->model;
+      options = lane->options;
+      if (metrics_) metrics_->queue_depth(queued_);
+    }
+    if (metrics_) metrics_->batch(items.size());
+    std::vector<std::vector<Translation>> results;
+    std::string error;
+    try {
+      TranslateOptions t = model->defaults;
+      t.search.beam_size = options.beam_size;
+      t.search.n_best = options.n_best;
+      t.search.return_attention = options.attention;
+      t.batch_size = static_cast<int>(lines.size());
+      t.workers = 1;
+      t.progress_label.clear();
+      results = translate_lines(*model->step, *model->tokenizers, lines, t);
+    } catch (const std::exception& e) {
+      error = e.what();
+      spdlog::error("[serve] a batch of {} sentences failed: {}", items.size(), error);
+    }
+    if (metrics_ && error.empty()) metrics_->sentences(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      auto& p = *items[i].pending;
+      std::lock_guard<std::mutex> lock(p.mutex_);
+      if (error.empty()) {
+        p.results_[items[i].index] = std::move(results[i]);
+      } else if (p.error_.empty()) {
+        p.error_ = error;
+      }
+      if (--p.remaining_ == 0) p.done_.notify_all();
+    }
+  }
+}
+
+}  // namespace attnmt

@@ -1,0 +1,117 @@
+// Dynamic batching for `attnmt serve`: the sentences of concurrent requests are gathered into one
+// search batch per model and decoding options (up to max_batch_sentences, or what arrived within
+// max_wait_ms of the oldest waiting sentence), decoded by translate_lines (which sorts them by
+// length), and each request gets its own results back in its own order. A batch takes one
+// sentence from each waiting request in turn, so a request of 500 sentences is split and
+// interleaved with the single sentences that arrive behind it instead of holding them up. The
+// queue is bounded (submit refuses beyond max_queue_sentences); a request whose client gave up
+// (Pending::cancel) has its sentences dropped from the queue.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "decoding/translator.h"
+#include "serve/metrics.h"
+
+namespace attnmt {
+
+// A model the server decodes with: its step model (shared by the batch workers) and defaults.
+struct ServedModel {
+  std::string name, path;
+  StepModel* step = nullptr;
+  const Tokenizers* tokenizers = nullptr;
+  TranslateOptions defaults;  // the model's decode.* with the server's settings
+};
+
+// What a request may choose per call; sentences are batched only with others of the same.
+struct RequestOptions {
+  int beam_size = 5;
+  int n_best = 1;
+  bool attention = false;
+  bool operator==(const RequestOptions& o) const {
+    return beam_size == o.beam_size && n_best == o.n_best && attention == o.attention;
+  }
+};
+
+// One request's sentences on their way through the queue.
+class Pending {
+ public:
+  explicit Pending(size_t sentences) : results_(sentences), remaining_(sentences) {}
+  // Waits for every sentence until `deadline`; false when it passed first.
+  bool wait_until(std::chrono::steady_clock::time_point deadline);
+  void cancel();  // the client is gone or timed out: drop what is still queued
+  bool cancelled() const;
+  const std::vector<std::vector<Translation>>& results() const { return results_; }
+  const std::string& error() const { return error_; }  // non-empty if decoding failed
+
+ private:
+  friend class Batcher;
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+  std::vector<std::vector<Translation>> results_;
+  size_t remaining_;
+  bool cancelled_ = false;
+  std::string error_;
+};
+
+struct BatcherLimits {
+  size_t max_batch_sentences = 32;
+  int max_wait_ms = 10;
+  size_t max_queue_sentences = 2048;
+  int workers = 1;  // batches decoded at once
+};
+
+class Batcher {
+ public:
+  Batcher(BatcherLimits limits, ServerMetrics* metrics);
+  ~Batcher();  // stop()
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // Queues the sentences; null when the queue has no room for them (or the batcher is stopping).
+  std::shared_ptr<Pending> submit(const ServedModel& model, const RequestOptions& options,
+                                  std::vector<std::string> sentences);
+  // Refuses new submissions, decodes everything queued, then joins the workers.
+  void stop();
+  size_t queued() const;
+
+ private:
+  struct Entry {  // a request's sentences not yet taken into a batch
+    std::shared_ptr<Pending> pending;
+    std::vector<std::string> sentences;
+    size_t next = 0;
+    std::chrono::steady_clock::time_point arrived;
+  };
+  struct Lane {  // one model and RequestOptions
+    const ServedModel* model;
+    RequestOptions options;
+    std::deque<Entry> entries;
+    size_t sentences = 0;
+  };
+  struct Item {
+    std::shared_ptr<Pending> pending;
+    size_t index;
+  };
+
+  void work();
+  Lane* oldest_lane();  // the lane whose first entry arrived first; null if all are empty
+  void drop_cancelled(Lane& lane);
+
+  BatcherLimits limits_;
+  ServerMetrics* metrics_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  size_t queued_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace attnmt

@@ -1,0 +1,87 @@
+#include "serve/metrics.h"
+
+#include <cstdio>
+
+namespace attnmt {
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+std::string Histogram::text(const std::string& name) const {
+  std::string out;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    const std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
+    out += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_sum " + number(sum_) + "\n" + name + "_count " + std::to_string(count_) + "\n";
+  return out;
+}
+
+ServerMetrics::ServerMetrics()
+    : batch_sizes_({1, 2, 4, 8, 16, 32, 64, 128, 256}),
+      latency_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}) {}
+
+void ServerMetrics::request(const std::string& endpoint, int status, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++requests_[{endpoint, status}];
+  latency_.observe(seconds);
+}
+
+void ServerMetrics::batch(size_t sentences) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++batches_;
+  batch_sizes_.observe(static_cast<double>(sentences));
+}
+
+void ServerMetrics::sentences(size_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  sentences_ += n;
+}
+
+void ServerMetrics::queue_depth(size_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  queue_depth_ = n;
+}
+
+std::string ServerMetrics::text() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string out;
+  out += "# HELP attnmt_requests_total HTTP requests answered, by endpoint and status.\n";
+  out += "# TYPE attnmt_requests_total counter\n";
+  for (const auto& [key, n] : requests_) {
+    out += "attnmt_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"} " +
+           std::to_string(n) + "\n";
+  }
+  out += "# HELP attnmt_sentences_total Sentences translated.\n# TYPE attnmt_sentences_total counter\n";
+  out += "attnmt_sentences_total " + std::to_string(sentences_) + "\n";
+  out += "# HELP attnmt_batches_total Search batches run.\n# TYPE attnmt_batches_total counter\n";
+  out += "attnmt_batches_total " + std::to_string(batches_) + "\n";
+  out += "# HELP attnmt_queue_sentences Sentences waiting for a batch.\n# TYPE attnmt_queue_sentences gauge\n";
+  out += "attnmt_queue_sentences " + std::to_string(queue_depth_) + "\n";
+  out += "# HELP attnmt_batch_sentences Sentences per search batch.\n# TYPE attnmt_batch_sentences histogram\n";
+  out += batch_sizes_.text("attnmt_batch_sentences");
+  out += "# HELP attnmt_request_seconds Request latency, receipt to answer.\n";
+  out += "# TYPE attnmt_request_seconds histogram\n";
+  out += latency_.text("attnmt_request_seconds");
+  return out;
+}
+
+}  // namespace attnmt

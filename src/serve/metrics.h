@@ -1,0 +1,47 @@
+// The server's counters for GET /metrics, in Prometheus' text format (version 0.0.4): requests by
+// endpoint and status, sentences translated, the queue's depth, and histograms of the batch sizes
+// the batcher formed and of request latency. Thread-safe; no LibTorch.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnmt {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);  // upper bounds, ascending (+Inf is added)
+  void observe(double value);
+  // The _bucket / _sum / _count lines of metric `name`.
+  std::string text(const std::string& name) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative), the last one +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+  void request(const std::string& endpoint, int status, double seconds);
+  void batch(size_t sentences);
+  void sentences(size_t n);
+  void queue_depth(size_t n);
+  std::string text() const;  // the whole exposition
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  uint64_t sentences_ = 0;
+  uint64_t batches_ = 0;
+  size_t queue_depth_ = 0;
+  Histogram batch_sizes_;
+  Histogram latency_;
+};
+
+}  // namespace attnmt

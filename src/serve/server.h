@@ -1,0 +1,39 @@
+// `attnmt serve`: trained models behind HTTP/1.1 + JSON (cpp-httplib, nlohmann-json), decoded by
+// the dynamic batcher (serve/batcher.h). Endpoints:
+//   POST /translator/translate   OpenNMT-py's REST shape: [{"src": "...", "id": MODEL}] ->
+//                                [[{"src", "tgt", "pred_score", "n_best"}, ...]] (id: a model's name
+//                                or its index in --model order; default the first)
+//   POST /v1/translate           {"model"?, "text": [...], "beam_size"?, "n_best"?, "attention"?} ->
+//                                {"model", "translations": [[{"text", "score", "log_prob", "tokens",
+//                                "attention"?: {"src", "tgt", "weights"}}, ...n_best], ...]}
+//   GET  /v1/models, /health, /metrics (Prometheus text)
+// Errors are JSON {"error": "..."}: 400 (bad JSON or fields), 404 (unknown model or path), 413
+// (body over max_body_bytes, or more than max_request_sentences), 503 + Retry-After (queue full,
+// or shutting down), 504 (not answered within request_timeout_s).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "serve/batcher.h"
+
+namespace attnmt {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 5000;
+  BatcherLimits batching;
+  size_t max_body_bytes = 1 << 20;
+  size_t max_request_sentences = 1000;
+  size_t max_sentence_bytes = 4096;
+  int max_beam_size = 32;
+  double request_timeout_s = 60;
+  int http_threads = 160;  // connections served at once (each waits for its translations)
+};
+
+// Serves until SIGINT/SIGTERM (then: stops accepting, answers what is queued and in flight,
+// returns). `ready` (if set) is called once the port is bound, with the port (for --port 0).
+// RuntimeError when the address cannot be bound.
+void serve(const std::vector<ServedModel>& models, const ServeOptions& options,
+           const std::function<void(int)>& ready = {});
+
+}  // namespace attnmt
