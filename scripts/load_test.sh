@@ -8,7 +8,9 @@
 # per sentence, model loading excluded).
 #   scripts/load_test.sh [MODEL] [DURATION]   (default: runs/multi30k_de_en/quickstart, 20 s)
 # Bounded: each level runs DURATION seconds; the server binds 127.0.0.1 only and is stopped with
-# SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike.
+# SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike; the
+# server batches up to 64 sentences and waits MAX_WAIT_MS (default 5; with 0 a batch forms only from what
+# queued while the previous one was decoded) for more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-runs/multi30k_de_en/quickstart}
@@ -59,7 +61,7 @@ done = function(summary, latency, requests)
 end
 LUA
 
-"$ATTNMT" serve --model "$model" --port "$port" --threads "$threads" --max-batch-sentences 64 --max-wait-ms 5 \
+"$ATTNMT" serve --model "$model" --port "$port" --threads "$threads" --max-batch-sentences 64 --max-wait-ms "${MAX_WAIT_MS:-5}" \
   --max-queue 4096 > "$work/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 600); do

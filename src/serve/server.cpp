@@ -191,6 +191,7 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
   server.new_task_queue = [n = options.http_threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
   server.set_payload_max_length(options.max_body_bytes);
   server.set_keep_alive_max_count(10000);
+  server.set_tcp_nodelay(true);  // headers and body go in two writes: without it Nagle holds the body for the client's delayed ACK
   std::atomic<bool> stopping{false};
 
   // Every translate endpoint: parse, answer, count.
