@@ -99,6 +99,7 @@ void Batcher::work() {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || queued_ > 0; });
       for (auto& l : lanes_) drop_cancelled(*l);
+      if (metrics_) metrics_->queue_depth(queued_);
       Lane* lane = oldest_lane();
       if (!lane) {
         if (stopping_) return;
