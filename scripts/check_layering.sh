@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the include edges between the folders of src/ against the layering
-#   cli -> analysis / train / bench / serve -> decoding / io -> model -> attention -> runtime / util
+#   cli / python -> analysis / train / bench / serve -> decoding / io -> model -> attention -> runtime / util
 # (with config, data, eval, align, report as base libraries below the model's code). A file may
 # include its own folder and folders of a lower rank; anything else is a forbidden edge, printed
 # with its file and line, and the script exits 1. `--table` also prints every edge with its count.
@@ -16,7 +16,7 @@ declare -A rank=(
   [model]=4
   [io]=5 [decoding]=5
   [analysis]=6 [bench]=6 [train]=6 [serve]=6
-  [cli]=7
+  [cli]=7 [python]=7
 )
 # Edges between folders of one rank that the layering allows: training validates with the
 # evaluation `attnmt compare` uses (analysis/batch.h).

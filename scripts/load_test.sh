@@ -4,8 +4,9 @@
 # (beam 5, the model's decode settings), for DURATION seconds per level. Prints, per level,
 # sentences/s and the p50/p95/p99 latency, and the server's throughput as a share of `attnmt
 # translate`'s batch throughput on the same model and input in the same run; the p50 at 1 client
-# is set against translating one sentence alone (`translate --batch-size 1`: its search seconds
-# per sentence, model loading excluded).
+# is set against translating one sentence alone (`translate --batch-size 1` with one worker, so
+# that each sentence has every thread to itself: its search seconds per sentence, model loading
+# excluded).
 #   scripts/load_test.sh [MODEL] [DURATION]   (default: runs/multi30k_de_en/quickstart, 20 s)
 # Bounded: each level runs DURATION seconds; the server binds 127.0.0.1 only and is stopped with
 # SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike; the
@@ -37,7 +38,7 @@ zcat -f "$input" > "$work/input.txt"
 "$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/batch.txt" --threads "$threads" \
   --stats "$work/batch.json" 2>/dev/null
 "$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/single.txt" --threads "$threads" \
-  --batch-size 1 --stats "$work/single.json" 2>/dev/null
+  --batch-size 1 --set decode.workers=1 --stats "$work/single.json" 2>/dev/null
 read -r batch_rate alone_ms < <(python3 -c '
 import json, sys
 b = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))

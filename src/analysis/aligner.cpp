@@ -120,10 +120,8 @@ std::vector<SentenceAttention> translate_with_attention(LoadedModel& loaded, con
   options.search.return_attention = true;
   options.search.n_best = 1;
   // The decoding `attnmt translate` runs with these settings (precision, packing, shortlist).
-  const auto& dc = loaded.config.decode;
-  Seq2SeqStepModel step_model(loaded.model, dc.precision, dc.packed_weights);
-  if (dc.shortlist) step_model.use_shortlist(loaded.lexicon, dc.shortlist_first, dc.shortlist_best);
-  const auto results = translate_lines(step_model, loaded.tokenizers, src, options);
+  auto step_model = make_step_model(loaded.model, loaded.config.decode, loaded.lexicon);
+  const auto results = translate_lines(*step_model, loaded.tokenizers, src, options);
   std::vector<SentenceAttention> out(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
     const auto& best = results[i].front();

@@ -8,7 +8,6 @@
 namespace attnmt {
 
 namespace {
-constexpr double kInitialBias = -4.0;  // r
 constexpr double kNoiseStd = 1.0;      // pre-sigmoid noise while training
 constexpr double kTiny = 1e-10;        // floor of 1 - p_i (p is 1.0 exactly in float for energies > ~17)
 constexpr double kTinyMass = 1e-30;    // floor of alpha_{t-1} before its log (a weight this small adds nothing)
@@ -36,7 +35,7 @@ MonotonicAttention::MonotonicAttention(const AttentionConfig& config, int64_t qu
   const double bound = 1.0 / std::sqrt(static_cast<double>(A));
   v_ = register_parameter("v", torch::empty({A}).uniform_(-bound, bound));
   g_ = register_parameter("g", torch::full({1}, bound));
-  r_ = register_parameter("r", torch::full({1}, kInitialBias));
+  r_ = register_parameter("r", torch::full({1}, config.score_bias_init));
 }
 
 AttentionMemory MonotonicAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {

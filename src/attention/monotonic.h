@@ -12,7 +12,7 @@
 // attended at the previous step, move right to the first real position with p_{t,i} >= 0.5 and
 // attend only to it (one-hot weights); if there is none, c_t = 0 and every later step attends
 // nowhere, so the attention never moves left. The state is the previous alignment [B, S]
-// (reordered with the beams). Choices: r starts at -4 (without a negative bias it collapses onto
+// (reordered with the beams). Choices: r starts at score_bias_init (-4; without a negative bias it collapses onto
 // the first position), g at 1/sqrt(A); U h_i is projected once per batch.
 #pragma once
 #include "attention/attention.h"

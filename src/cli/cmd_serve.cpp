@@ -26,7 +26,7 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
     std::string host = "127.0.0.1";
     int port = 5000;
     size_t max_batch = 32, max_queue = 2048, max_request = 1000, max_body = 1 << 20;
-    int max_wait_ms = 10, workers = 1;
+    int max_wait_ms = 10, workers = 0;
     double timeout = 60;
   };
   auto o = std::make_shared<Options>();
@@ -41,7 +41,9 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--max-wait-ms", o->max_wait_ms,
                   "How long the oldest waiting sentence waits for others to batch with (default 10)")
       ->check(CLI::Range(0, 10000));
-  cmd->add_option("--workers", o->workers, "Batches decoded at once (default 1)")->check(CLI::Range(1, 64));
+  cmd->add_option("--workers", o->workers,
+                  "Batches decoded at once, each on its share of the threads (default 0: one per thread on a CPU)")
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--max-queue", o->max_queue, "Sentences waiting at most; beyond: 503 (default 2048)")
       ->check(CLI::Range(1, 1000000));
   cmd->add_option("--max-request-sentences", o->max_request, "Sentences per request at most; beyond: 413 (default 1000)")
@@ -79,16 +81,15 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
       }
       loaded.push_back(load_model(path, "", "", *settings));
       const auto& m = loaded.back();
-      const auto& dc = m.config.decode;
-      steps.push_back(std::make_unique<Seq2SeqStepModel>(m.model, dc.precision, dc.packed_weights));
-      if (dc.shortlist) steps.back()->use_shortlist(m.lexicon, dc.shortlist_first, dc.shortlist_best);
+      steps.push_back(make_step_model(m.model, m.config.decode, m.lexicon));
       served.push_back({name, m.checkpoint, steps.back().get(), &m.tokenizers, translate_options(m.config.decode)});
     }
     configure_compute(loaded.front().config.threads, loaded.front().config.gemm);
     ServeOptions options;
     options.host = o->host;
     options.port = o->port;
-    options.batching = {o->max_batch, o->max_wait_ms, o->max_queue, o->workers};
+    options.batching = {o->max_batch, o->max_wait_ms, o->max_queue, o->workers,
+                        steps.front()->device().is_cpu()};
     options.max_request_sentences = o->max_request;
     options.max_body_bytes = o->max_body;
     options.request_timeout_s = o->timeout;

@@ -170,8 +170,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     std::vector<StepModel*> pointers;
     for (auto& m : members) {
       // Each member decodes with its own shortlist lexicon; the settings are the first model's.
-      step_models.push_back(std::make_unique<Seq2SeqStepModel>(m.model, dc.precision, dc.packed_weights));
-      if (dc.shortlist) step_models.back()->use_shortlist(m.lexicon, dc.shortlist_first, dc.shortlist_best);
+      step_models.push_back(make_step_model(m.model, dc, m.lexicon));
       pointers.push_back(step_models.back().get());
     }
     std::unique_ptr<EnsembleStepModel> ensemble;

@@ -55,6 +55,7 @@ struct AttentionConfig {
   std::string score = "general";  // local_m / local_p / forced_forward: dot | scaled_dot | general | concat
   int max_positions = 128;    // luong_location: source positions with their own score (longer share the last)
   bool hard_decode = true;    // monotonic: hard (one-hot, never moving left) attention when decoding
+  double score_bias_init = -4.0;  // monotonic: initial r of the selection energy (sigmoid(r) = first p)
   int heads = 4;              // multi_head: number of heads
   int max_area = 3;           // area: maximal span length A
   bool coverage = false;      // additive score with a coverage term (See et al., 2017)

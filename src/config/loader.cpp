@@ -77,6 +77,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.attention.score),
     ATTNMT_FIELD(model.attention.max_positions),
     ATTNMT_FIELD(model.attention.hard_decode),
+    ATTNMT_FIELD(model.attention.score_bias_init),
     ATTNMT_FIELD(model.attention.heads),
     ATTNMT_FIELD(model.attention.max_area),
     ATTNMT_FIELD(model.attention.coverage),
@@ -734,6 +735,8 @@ void validate_config(const Config& c) {
   check_one_of(m.attention.score, "model.attention.score", {"dot", "scaled_dot", "general", "concat"});
   check_int(m.attention.max_positions >= 1, "model.attention.max_positions", ">= 1",
             m.attention.max_positions);
+  check_double(std::isfinite(m.attention.score_bias_init) && std::abs(m.attention.score_bias_init) <= 20,
+               "model.attention.score_bias_init", "in [-20, 20]", m.attention.score_bias_init);
   check_int(m.attention.heads >= 1, "model.attention.heads", ">= 1", m.attention.heads);
   check_int(m.attention.max_area >= 1, "model.attention.max_area", ">= 1", m.attention.max_area);
   check_double(m.attention.coverage_loss >= 0 && std::isfinite(m.attention.coverage_loss),

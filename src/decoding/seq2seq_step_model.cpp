@@ -101,4 +101,11 @@ StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState&
   return r;
 }
 
+std::unique_ptr<Seq2SeqStepModel> make_step_model(Seq2Seq model, const DecodeConfig& decode,
+                                                  std::shared_ptr<const Lexicon> lexicon) {
+  auto step = std::make_unique<Seq2SeqStepModel>(std::move(model), decode.precision, decode.packed_weights);
+  if (decode.shortlist) step->use_shortlist(std::move(lexicon), decode.shortlist_first, decode.shortlist_best);
+  return step;
+}
+
 }  // namespace attnmt

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "config/config.h"
 #include "decoding/step_model.h"
 #include "model/seq2seq.h"
 
@@ -45,5 +46,10 @@ class Seq2SeqStepModel : public StepModel {
   int shortlist_first_ = 0, shortlist_best_ = 0;
   std::atomic<int64_t> shortlist_rows_{0}, shortlist_batches_{0};  // batches start in several threads
 };
+
+// The step model a decoding command builds from a trained model's decode.* settings (precision,
+// packed_weights, and the shortlist from `lexicon` when decode.shortlist is on).
+std::unique_ptr<Seq2SeqStepModel> make_step_model(Seq2Seq model, const DecodeConfig& decode,
+                                                  std::shared_ptr<const Lexicon> lexicon);
 
 }  // namespace attnmt

@@ -139,7 +139,8 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
       auto& out = results[line];
       out.clear();
       std::vector<std::string> src_pieces;
-      if (options.search.return_attention) {
+      const bool pieces = options.search.return_attention || options.return_pieces;
+      if (pieces) {
         for (int id : encoded[line]) src_pieces.push_back(tokenizers.src->piece(id));
         src_pieces.push_back("</s>");
       }
@@ -150,12 +151,12 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
         tr.log_prob = hyp.log_prob;
         tr.constraints_met = hyp.constraints_met;
         tr.target_tokens = hyp.tokens.size() + (hyp.finished ? 1 : 0);
-        if (options.search.return_attention) {
+        if (pieces) {
           tr.src_pieces = src_pieces;
           for (auto id : hyp.tokens) tr.tgt_pieces.push_back(tokenizers.tgt->piece(static_cast<int>(id)));
           if (hyp.finished) tr.tgt_pieces.push_back("</s>");
-          tr.attention = std::move(hyp.attention);
         }
+        if (options.search.return_attention) tr.attention = std::move(hyp.attention);
         out.push_back(std::move(tr));
       }
       if (out.empty()) out.emplace_back();  // never left without a line

@@ -17,12 +17,13 @@ struct TranslateOptions {
   int workers = 0;               // batches decoded at once, each in a thread of its own (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (memory stays bounded); logged
   std::string progress_label;    // "[translate]": a progress line on a terminal (util/progress.h); "" = none
+  bool return_pieces = false;    // fill Translation's src_pieces/tgt_pieces (return_attention does too)
 };
 
 struct Translation {
   std::string text;                      // detokenized
-  std::vector<std::string> src_pieces;   // source subwords (+ "</s>")
-  std::vector<std::string> tgt_pieces;   // target subwords (+ "</s>" if finished)
+  std::vector<std::string> src_pieces;   // source subwords (+ "</s>"), with return_pieces or attention
+  std::vector<std::string> tgt_pieces;   // target subwords (+ "</s>" if finished), the same
   double score = 0;                     // log P / length penalty (+ coverage penalty)
   double log_prob = 0;                  // log P(Y|X), eos included when finished
   size_t target_tokens = 0;             // generated subwords, </s> included when finished

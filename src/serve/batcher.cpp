@@ -1,7 +1,11 @@
 #include "serve/batcher.h"
 
-#include <algorithm>
+#include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <unordered_set>
+
+#include "parallel/workers.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -24,7 +28,17 @@ bool Pending::cancelled() const {
 
 Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits), metrics_(metrics) {
   limits_.max_batch_sentences = std::max<size_t>(1, limits_.max_batch_sentences);
-  for (int i = 0; i < std::max(1, limits_.workers); ++i) workers_.emplace_back([this] { work(); });
+  // As translate does it: on a CPU, batches side by side, each on its share of the threads, beat
+  // one batch spread over all of them (a decoder step is many small operations).
+  const int threads = at::get_num_threads();
+  const int workers = resolve_workers(limits_.workers, limits_.cpu);
+  const int threads_each = std::max(1, threads / workers);
+  for (int i = 0; i < workers; ++i) {
+    workers_.emplace_back([this, threads_each] {
+      at::set_num_threads(threads_each);
+      work();
+    });
+  }
 }
 
 Batcher::~Batcher() { stop(); }
@@ -106,10 +120,14 @@ void Batcher::work() {
         continue;
       }
       // Wait for more sentences of this lane until the batch is full or the oldest has waited
-      // max_wait_ms (not when stopping: then everything queued goes out at once).
-      const auto deadline = lane->entries.front().arrived + std::chrono::milliseconds(limits_.max_wait_ms);
-      changed_.wait_until(lock, deadline,
-                          [&] { return stopping_ || lane->sentences >= limits_.max_batch_sentences; });
+      // max_wait_ms, but only when more are likely to come: another batch is being decoded (its
+      // clients answer with new requests), or recent batches gathered several requests. A lone
+      // client's request goes at once. Not when stopping: everything queued goes out then.
+      if (busy_ > 0 || requests_per_batch_ >= 1.5) {
+        const auto deadline = lane->entries.front().arrived + std::chrono::milliseconds(limits_.max_wait_ms);
+        changed_.wait_until(lock, deadline,
+                            [&] { return stopping_ || lane->sentences >= limits_.max_batch_sentences; });
+      }
       drop_cancelled(*lane);
       if (lane->entries.empty()) continue;
       // One sentence from each waiting request in turn.
@@ -127,6 +145,10 @@ void Batcher::work() {
       }
       lane->sentences -= items.size();
       queued_ -= items.size();
+      std::unordered_set<const Pending*> requests;
+      for (const auto& item : items) requests.insert(item.pending.get());
+      requests_per_batch_ = 0.7 * requests_per_batch_ + 0.3 * static_cast<double>(requests.size());
+      ++busy_;
       model = lane->model;
       options = lane->options;
       if (metrics_) metrics_->queue_depth(queued_);
@@ -146,6 +168,10 @@ void Batcher::work() {
     } catch (const std::exception& e) {
       error = e.what();
       spdlog::error("[serve] a batch of {} sentences failed: {}", items.size(), error);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --busy_;
     }
     if (metrics_ && error.empty()) metrics_->sentences(items.size());
     for (size_t i = 0; i < items.size(); ++i) {

@@ -1,7 +1,8 @@
 // Dynamic batching for `attnmt serve`: the sentences of concurrent requests are gathered into one
 // search batch per model and decoding options (up to max_batch_sentences, or what arrived within
-// max_wait_ms of the oldest waiting sentence), decoded by translate_lines (which sorts them by
-// length), and each request gets its own results back in its own order. A batch takes one
+// max_wait_ms of the oldest waiting sentence; no waiting while nothing suggests that more will
+// come), decoded by translate_lines (which sorts them by length), and each request gets its own
+// results back in its own order. Workers decode batches side by side. A batch takes one
 // sentence from each waiting request in turn, so a request of 500 sentences is split and
 // interleaved with the single sentences that arrive behind it instead of holding them up. The
 // queue is bounded (submit refuses beyond max_queue_sentences); a request whose client gave up
@@ -65,7 +66,8 @@ struct BatcherLimits {
   size_t max_batch_sentences = 32;
   int max_wait_ms = 10;
   size_t max_queue_sentences = 2048;
-  int workers = 1;  // batches decoded at once
+  int workers = 0;  // batches decoded at once, each on threads / workers intra-op threads (0 = one per thread on a CPU)
+  bool cpu = true;  // the models' device (workers 0 means one on a GPU)
 };
 
 class Batcher {
@@ -81,6 +83,7 @@ class Batcher {
   // Refuses new submissions, decodes everything queued, then joins the workers.
   void stop();
   size_t queued() const;
+  int workers() const { return static_cast<int>(workers_.size()); }
 
  private:
   struct Entry {  // a request's sentences not yet taken into a batch
@@ -110,6 +113,8 @@ class Batcher {
   std::condition_variable changed_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   size_t queued_ = 0;
+  int busy_ = 0;                    // workers decoding a batch
+  double requests_per_batch_ = 1;   // moving average over recent batches
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

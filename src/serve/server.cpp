@@ -257,7 +257,7 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
   });
   spdlog::info("[serve] {} model(s) on http://{}:{} (batches of up to {} sentences, {} ms wait, {} worker(s))",
                models.size(), options.host, port, options.batching.max_batch_sentences, options.batching.max_wait_ms,
-               options.batching.workers);
+               batcher.workers());
   if (ready) ready(port);
   server.listen_after_bind();
   stopping = true;

@@ -1,0 +1,270 @@
+"""The Python module against the program: a tiny model trained by `attnmt train`, then the module's
+translations, n-best lists, scores and attention compared with `attnmt translate`'s, its errors,
+the GIL released while it translates, score() against sacreBLEU 2.6.0's values, and
+`pip install ./python` into a fresh virtual environment. Runs under unittest (or pytest).
+
+Environment (set by CTest): PYTHONPATH=build/python, ATTNMT_BINARY, ATTNMT_TEST_DATA_DIR,
+ATTNMT_SOURCE_DIR, ATTNMT_BUILD_DIR.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+
+import attnmt
+
+BINARY = os.environ["ATTNMT_BINARY"]
+DATA = Path(os.environ["ATTNMT_TEST_DATA_DIR"])
+SOURCE = Path(os.environ["ATTNMT_SOURCE_DIR"])
+LINES = (DATA / "tiny.de").read_text(encoding="utf-8").splitlines()
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+
+def run(*args, **kw):
+    result = subprocess.run([BINARY, *args], capture_output=True, text=True, **kw)
+    if result.returncode != 0:
+        raise AssertionError(f"attnmt {' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    return result.stdout
+
+
+def as_lists(attention):
+    return attention.tolist() if numpy is not None and isinstance(attention, numpy.ndarray) else attention
+
+
+class Model:
+    """A tiny model, trained once for the whole file (the config of tests/core/program.h's tiny_config)."""
+    dir = None
+
+    @classmethod
+    def get(cls):
+        if cls.dir is None:
+            cls.dir = Path(tempfile.mkdtemp(prefix="attnmt_python_"))
+            config = f"""data:
+  train: {{src: {DATA}/tiny.de, tgt: {DATA}/tiny.en}}
+  valid: {{src: {DATA}/tiny.de, tgt: {DATA}/tiny.en}}
+tokenizer: {{vocab_size: 400, shared: true}}
+model:
+  embedding_size: 64
+  encoder: {{hidden_size: 64, layers: 1, dropout: 0.0}}
+  decoder: {{hidden_size: 64, layers: 1, dropout: 0.0}}
+  attention: {{type: luong_general}}
+train: {{save_dir: {cls.dir / 'model'}, batch_size: 10, max_steps: 80, learning_rate: 0.01,
+        label_smoothing: 0.0, valid_every: 300, report_every: 50}}
+decode: {{beam_size: 3}}
+threads: 1
+"""
+            (cls.dir / "t.yaml").write_text(config)
+            run("train", str(cls.dir / "t.yaml"))
+        return cls.dir / "model"
+
+
+def tearDownModule():
+    if Model.dir is not None:
+        shutil.rmtree(Model.dir, ignore_errors=True)
+
+
+class TranslatorTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.model = Model.get()
+        cls.tr = attnmt.Translator(str(cls.model), threads=1)
+        cls.tmp = Path(tempfile.mkdtemp(prefix="attnmt_python_t_"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def cli(self, *flags):
+        return run("translate", "--model", str(self.model), "--input", str(DATA / "tiny.de"), "--threads", "1",
+                   *flags).splitlines()
+
+    def test_translations_equal_the_programs(self):
+        results = self.tr.translate(LINES, beam_size=3)
+        self.assertEqual(len(results), len(LINES))
+        self.assertTrue(all(len(r) == 1 for r in results))
+        self.assertEqual([r[0].text for r in results], self.cli("--beam-size", "3"))
+        # greedy, and another length penalty, each as the program decodes with them
+        self.assertEqual([r[0].text for r in self.tr.translate(LINES, beam_size=1)], self.cli("--beam-size", "1"))
+        self.assertEqual([r[0].text for r in self.tr.translate(LINES, beam_size=4, length_penalty=1.0)],
+                         self.cli("--beam-size", "4", "--set", "decode.length_penalty=1.0"))
+        # the model's own decode settings when no option is given (beam 3 in its config)
+        self.assertEqual([r[0].text for r in self.tr.translate(LINES)], self.cli())
+        self.assertEqual(self.tr.settings["beam_size"], 3)
+
+    def test_n_best_texts_and_scores_equal_the_programs(self):
+        scores_file = self.tmp / "scores.tsv"
+        nbest = self.cli("--beam-size", "4", "--n-best", "3", "--scores", str(scores_file))
+        scores = [line.split("\t") for line in scores_file.read_text().splitlines()]
+        results = self.tr.translate(LINES, beam_size=4, n_best=3)
+        got = []
+        for i, hyps in enumerate(results):
+            self.assertEqual(len(hyps), 3)
+            self.assertEqual([h.score for h in hyps], sorted((h.score for h in hyps), reverse=True))
+            for h in hyps:
+                got.append((i, h))
+        self.assertEqual(len(got), len(nbest))
+        for (i, h), line, (index, log_prob, score) in zip(got, nbest, scores):
+            number, text, _ = line.split(" ||| ")
+            self.assertEqual((int(number), text), (i, h.text))
+            self.assertEqual(int(index), i)
+            self.assertAlmostEqual(h.log_prob, float(log_prob), places=4)
+            self.assertAlmostEqual(h.score, float(score), places=4)
+            self.assertLessEqual(h.log_prob, 0.0)
+            self.assertEqual(h.finished, not h.tokens or h.tokens[-1] == "</s>")
+
+    def test_attention_equals_the_programs(self):
+        out = self.tmp / "attention.jsonl"
+        self.cli("--beam-size", "3", "--attention-out", str(out))
+        want = [json.loads(line) for line in out.read_text().splitlines()]
+        results = self.tr.translate(LINES, beam_size=3, return_attention=True)
+        for w, hyps in zip(want, results):
+            h = hyps[0]
+            if numpy is not None:
+                self.assertIsInstance(h.attention, numpy.ndarray)
+                self.assertEqual(h.attention.dtype, numpy.float32)
+            weights = as_lists(h.attention)
+            self.assertEqual(h.source_tokens, w["src"])
+            self.assertEqual(h.tokens, w["tgt"])
+            self.assertEqual(len(weights), len(h.tokens))
+            for row, want_row in zip(weights, w["attention"]):
+                self.assertEqual(len(row), len(h.source_tokens))
+                self.assertAlmostEqual(sum(row), 1.0, places=4)
+                for a, b in zip(row, want_row):
+                    self.assertAlmostEqual(a, b, places=4)
+        self.assertIsNone(self.tr.translate(LINES[:1])[0][0].attention)
+
+    def test_prefixes_and_empty_lines(self):
+        prefix = self.tr.translate(LINES[:1], beam_size=3)[0][0].text.split(" ")[0] + " A"
+        hyp = self.tr.translate(LINES[:2], beam_size=3, prefixes=[prefix, ""])
+        self.assertTrue(hyp[0][0].text.startswith(prefix), hyp[0][0].text)
+        self.assertEqual(self.tr.translate([]), [])
+        self.assertEqual(self.tr.translate(["", LINES[0]])[0][0].text, "")
+
+    def test_bf16_equals_the_programs(self):
+        tr = attnmt.Translator(str(self.model), threads=1, precision="bf16")
+        self.assertEqual(tr.settings["precision"], "bf16")
+        self.assertEqual([r[0].text for r in tr.translate(LINES)], self.cli("--precision", "bf16"))
+
+    def test_bad_input_is_a_python_error_naming_it(self):
+        with self.assertRaises(FileNotFoundError):
+            attnmt.Translator(str(self.tmp / "no_such_model.pt"))
+        with self.assertRaisesRegex(ValueError, "decode.precision"):
+            attnmt.Translator(str(self.model), precision="fp64")
+        with self.assertRaisesRegex(ValueError, "model.encoder.layers"):
+            attnmt.Translator(str(self.model), settings={"model.encoder.layers": 3})
+        with self.assertRaisesRegex(ValueError, "decode.beam_size"):
+            self.tr.translate(LINES[:1], beam_size=0)
+        with self.assertRaisesRegex(ValueError, "decode.top_p"):
+            self.tr.translate(LINES[:1], sampling=True, top_p=1.5)
+        with self.assertRaisesRegex(TypeError, "beam_sise"):
+            self.tr.translate(LINES[:1], beam_sise=2)
+        with self.assertRaisesRegex(TypeError, "list of strings"):
+            self.tr.translate(LINES[0])
+        with self.assertRaisesRegex(TypeError, r"texts\[1\]"):
+            self.tr.translate([LINES[0], 5])
+        with self.assertRaisesRegex(ValueError, "prefix"):
+            self.tr.translate(LINES[:2], prefixes=["A"])
+        with self.assertRaisesRegex(ValueError, "1 hypotheses|sizes|lines"):
+            attnmt.score(["a"], ["a", "b"])
+        # the translator still works after every error
+        self.assertEqual(len(self.tr.translate(LINES[:2])), 2)
+
+    def test_translating_releases_the_gil(self):
+        many = LINES * 6
+        done = threading.Event()
+        elapsed = []
+
+        def work():
+            start = time.monotonic()
+            self.tr.translate(many, beam_size=5)
+            elapsed.append(time.monotonic() - start)
+            done.set()
+
+        thread = threading.Thread(target=work)
+        last = time.monotonic()
+        longest_gap = 0.0
+        ticks = 0
+        thread.start()
+        while not done.is_set():
+            now = time.monotonic()
+            longest_gap = max(longest_gap, now - last)
+            last = now
+            ticks += 1
+        thread.join()
+        # Holding the GIL would stop this loop for the whole translation.
+        self.assertGreater(elapsed[0], 0.05)
+        self.assertLess(longest_gap, 0.5 * elapsed[0], f"{ticks} ticks, longest gap {longest_gap:.3f} s")
+
+    def test_threads_share_a_translator(self):
+        want = [r[0].text for r in self.tr.translate(LINES, beam_size=2)]
+        results = [None] * 4
+
+        def work(i):
+            results[i] = [r[0].text for r in self.tr.translate(LINES, beam_size=2)]
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results, [want] * 4)
+
+
+class ScoreTest(unittest.TestCase):
+    def test_score_equals_sacrebleu(self):
+        expected = json.loads((DATA / "sacrebleu" / "expected.json").read_text())
+        for case in expected["cases"]:
+            hyps = (DATA / "sacrebleu" / f"{case['case']}.hyp").read_text(encoding="utf-8").split("\n")[:-1]
+            refs = (DATA / "sacrebleu" / f"{case['case']}.ref").read_text(encoding="utf-8").split("\n")[:-1]
+            s = attnmt.score(hyps, refs)
+            self.assertAlmostEqual(s["bleu"], case["bleu"], places=4, msg=case["case"])
+            self.assertAlmostEqual(s["chrf"], case["chrf"], places=4, msg=case["case"])
+            self.assertEqual(s["sys_len"], case["sys_len"])
+            self.assertEqual(s["ref_len"], case["ref_len"])
+            self.assertTrue(math.isclose(s["bleu_bp"], case["bp"], abs_tol=1e-4))
+        self.assertTrue(s["bleu_line"].startswith("BLEU = "))
+        self.assertIn("tok:13a", s["bleu_signature"])
+
+
+class InstallTest(unittest.TestCase):
+    def test_pip_install_into_a_virtual_environment(self):
+        if sys.prefix != sys.base_prefix:
+            self.skipTest("running inside a virtual environment")
+        with tempfile.TemporaryDirectory(prefix="attnmt_venv_") as tmp:
+            venv = Path(tmp) / "v"
+            made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+            if made.returncode != 0:
+                self.skipTest(f"no venv for {sys.executable} (Debian: python3-venv): {made.stderr.strip()}")
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--disable-pip-version-check",
+                                  str(SOURCE / "python")], capture_output=True, text=True, env=env)
+            self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
+            model = Model.get()
+            script = ("import sys, attnmt; tr = attnmt.Translator(sys.argv[1], threads=1); "
+                      "r = tr.translate(sys.argv[2:], return_attention=True); "
+                      "print(attnmt.__file__); print(type(r[0][0].attention).__name__); "
+                      "print('\\n'.join(h[0].text for h in r))")
+            # from another folder, so that nothing of the build or source tree is on the path
+            out = subprocess.run([str(venv / "bin" / "python"), "-c", script, str(model), *LINES[:3]],
+                                 capture_output=True, text=True, env=env, cwd=tmp)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            lines = out.stdout.splitlines()
+            self.assertTrue(lines[0].startswith(str(venv)), lines[0])
+            self.assertIn(lines[1], ("list", "ndarray"))
+            want = [r[0].text for r in attnmt.Translator(str(model), threads=1).translate(LINES[:3])]
+            self.assertEqual(lines[2:], want)
+
+
+if __name__ == "__main__":
+    unittest.main()
