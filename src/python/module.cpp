@@ -218,17 +218,18 @@ py::dict score(const std::vector<std::string>& hyps, const std::vector<std::stri
     bleu = corpus_bleu(hyps, refs);
     chrf = corpus_chrf(hyps, refs);
   }
+  // The keys of `attnmt score --json`, plus its text lines.
   py::dict d;
   d["bleu"] = bleu.score;
-  d["chrf"] = chrf.score;
+  d["bleu_counts"] = bleu.counts;
+  d["bleu_totals"] = bleu.totals;
   d["bleu_precisions"] = bleu.precisions;
-  d["bleu_bp"] = bleu.bp;
+  d["bp"] = bleu.bp;
   d["sys_len"] = bleu.sys_len;
   d["ref_len"] = bleu.ref_len;
-  d["bleu_line"] = bleu.format();
-  d["chrf_line"] = chrf.format();
-  d["bleu_signature"] = bleu.signature();
-  d["chrf_signature"] = chrf.signature();
+  d["chrf"] = chrf.score;
+  d["signature"] = py::dict(py::arg("bleu") = bleu.signature(), py::arg("chrf") = chrf.signature());
+  d["lines"] = py::make_tuple(bleu.format(), chrf.format());
   return d;
 }
 
@@ -297,7 +298,8 @@ PYBIND11_MODULE(_attnmt, m) {
       .def_property_readonly("settings", &PyTranslator::decode_settings, "the model's decode settings");
 
   m.def("score", &score, py::arg("hypotheses"), py::arg("references"),
-        "Corpus BLEU and chrF2 of hypotheses against one reference each, equal to sacreBLEU 2.x's defaults: "
-        "{'bleu', 'chrf', 'bleu_precisions', 'bleu_bp', 'sys_len', 'ref_len', 'bleu_line', 'chrf_line', "
-        "'bleu_signature', 'chrf_signature'}. Releases the GIL.");
+        "Corpus BLEU and chrF2 of hypotheses against one reference each, equal to sacreBLEU 2.x's defaults, "
+        "as `attnmt score --json` gives them: {'bleu', 'bleu_counts', 'bleu_totals', 'bleu_precisions', 'bp', "
+        "'sys_len', 'ref_len', 'chrf', 'signature': {'bleu', 'chrf'}, 'lines': (BLEU line, chrF2 line)}. "
+        "Releases the GIL.");
 }

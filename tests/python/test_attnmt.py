@@ -232,9 +232,19 @@ class ScoreTest(unittest.TestCase):
             self.assertAlmostEqual(s["chrf"], case["chrf"], places=4, msg=case["case"])
             self.assertEqual(s["sys_len"], case["sys_len"])
             self.assertEqual(s["ref_len"], case["ref_len"])
-            self.assertTrue(math.isclose(s["bleu_bp"], case["bp"], abs_tol=1e-4))
-        self.assertTrue(s["bleu_line"].startswith("BLEU = "))
-        self.assertIn("tok:13a", s["bleu_signature"])
+            self.assertEqual(s["bleu_counts"], case["counts"])
+            self.assertEqual(s["bleu_totals"], case["totals"])
+            self.assertTrue(math.isclose(s["bp"], case["bp"], abs_tol=1e-4))
+        self.assertTrue(s["lines"][0].startswith("BLEU = "))
+        self.assertTrue(s["lines"][1].startswith("chrF2 = "))
+        self.assertIn("tok:13a", s["signature"]["bleu"])
+        # the keys and values of `attnmt score --json`
+        hyp, ref = DATA / "sacrebleu" / "light_noise.hyp", DATA / "sacrebleu" / "light_noise.ref"
+        cli = json.loads(run("score", "--ref", str(ref), "--hyp", str(hyp), "--json"))
+        mine = attnmt.score(hyp.read_text(encoding="utf-8").split("\n")[:-1],
+                            ref.read_text(encoding="utf-8").split("\n")[:-1])
+        for key, value in cli.items():
+            self.assertEqual(mine[key], value, key)
 
 
 class InstallTest(unittest.TestCase):
