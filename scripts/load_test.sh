@@ -4,14 +4,14 @@
 # (beam 5, the model's decode settings), for DURATION seconds per level. Prints, per level,
 # sentences/s and the p50/p95/p99 latency, and the server's throughput as a share of `attnmt
 # translate`'s batch throughput on the same model and input in the same run; the p50 at 1 client
-# is set against translating one sentence alone (`translate --batch-size 1` with one worker, so
-# that each sentence has every thread to itself: its search seconds per sentence, model loading
-# excluded).
+# is set against translating one sentence alone (`translate --batch-size 1` with one worker, on one
+# thread and on THREADS threads, the faster of the two: its search seconds per sentence, model
+# loading excluded). Also per level: the server's mean batch size (from /metrics).
 #   scripts/load_test.sh [MODEL] [DURATION]   (default: runs/multi30k_de_en/quickstart, 20 s)
 # Bounded: each level runs DURATION seconds; the server binds 127.0.0.1 only and is stopped with
 # SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike; the
-# server batches up to 64 sentences and waits MAX_WAIT_MS (default 5; with 0 a batch forms only from what
-# queued while the previous one was decoded) for more.
+# server batches up to MAX_BATCH sentences (default: serve's, 8 on a CPU) and waits at most
+# MAX_WAIT_MS (default 5) for more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-runs/multi30k_de_en/quickstart}
@@ -37,13 +37,16 @@ zcat -f "$input" > "$work/input.txt"
 # batch throughput, and one sentence at a time
 "$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/batch.txt" --threads "$threads" \
   --stats "$work/batch.json" 2>/dev/null
-"$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/single.txt" --threads "$threads" \
-  --batch-size 1 --set decode.workers=1 --stats "$work/single.json" 2>/dev/null
-read -r batch_rate alone_ms < <(python3 -c '
+for t in 1 "$threads"; do
+  "$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/single.txt" --threads "$t" \
+    --batch-size 1 --set decode.workers=1 --stats "$work/single$t.json" 2>/dev/null
+done
+read -r batch_rate alone_ms alone_1 alone_t < <(python3 -c '
 import json, sys
-b = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
-print(b["sentences"] / b["translate_seconds"], 1000 * s["translate_seconds"] / s["sentences"])' \
-  "$work/batch.json" "$work/single.json")
+b = json.load(open(sys.argv[1]))
+ms = [1000 * s["translate_seconds"] / s["sentences"] for s in (json.load(open(f)) for f in sys.argv[2:])]
+print(b["sentences"] / b["translate_seconds"], min(ms), *ms)' \
+  "$work/batch.json" "$work/single1.json" "$work/single$threads.json")
 
 cat > "$work/one_sentence.lua" <<LUA
 local lines = {}
@@ -62,7 +65,7 @@ done = function(summary, latency, requests)
 end
 LUA
 
-"$ATTNMT" serve --model "$model" --port "$port" --threads "$threads" --max-batch-sentences 64 --max-wait-ms "${MAX_WAIT_MS:-5}" \
+"$ATTNMT" serve --model "$model" --port "$port" --threads "$threads" ${MAX_BATCH:+--max-batch-sentences "$MAX_BATCH"} --max-wait-ms "${MAX_WAIT_MS:-5}" \
   --max-queue 4096 > "$work/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 600); do
@@ -73,20 +76,27 @@ done
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "# $(date -u +%Y-%m-%d) on $cpu ($(nproc) cores), $threads threads, model $model, beam as its config"
-printf "batch throughput (attnmt translate): %.1f sentences/s; one sentence alone: %.1f ms\n" "$batch_rate" "$alone_ms"
-echo "| clients | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | errors |"
-echo "|---:|---:|---:|---:|---:|---:|---:|"
+printf "batch throughput (attnmt translate): %.1f sentences/s; one sentence alone: %.1f ms (1 thread %.1f, %s threads %.1f)\n" \
+  "$batch_rate" "$alone_ms" "$alone_1" "$threads" "$alone_t"
+echo "| clients | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | p50 / alone | mean batch | errors |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+batch_sums() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^attnmt_batch_sentences_(sum|count) /{printf "%s ", $2}'; }
 for clients in 1 8 32 128; do
   wrk_threads=$(( clients < 2 ? 1 : 2 ))
+  read -r sum0 count0 <<< "$(batch_sums)"
   out=$(wrk -t"$wrk_threads" -c"$clients" -d"${duration}s" --timeout 30s -s "$work/one_sentence.lua" \
         "http://127.0.0.1:$port" 2>&1 | grep '^RESULT')
   read -r _ requests seconds p50 p95 p99 errors <<< "$out"
+  read -r sum1 count1 <<< "$(batch_sums)"
   python3 -c '
 import sys
-c, n, s, p50, p95, p99, e, batch = sys.argv[1:]
+c, n, s, p50, p95, p99, e, batch, alone, sums = sys.argv[1:]
+s0, c0, s1, c1 = map(float, sums.split())
 rate = float(n) / float(s)
-print(f"| {c} | {rate:.1f} | {100 * rate / float(batch):.0f}% | {float(p50):.1f} | {float(p95):.1f} | {float(p99):.1f} | {e} |")' \
-    "$clients" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate"
+mean = (s1 - s0) / max(c1 - c0, 1)
+print(f"| {c} | {rate:.1f} | {100 * rate / float(batch):.0f}% | {float(p50):.1f} | {float(p95):.1f} | {float(p99):.1f} | "
+      f"{float(p50) / float(alone):.2f}x | {mean:.1f} | {e} |")' \
+    "$clients" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate" "$alone_ms" "$sum0 $count0 $sum1 $count1"
 done
 kill -TERM $server
 wait $server

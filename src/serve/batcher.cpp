@@ -31,9 +31,9 @@ Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits)
   // As translate does it: on a CPU, batches side by side, each on its share of the threads, beat
   // one batch spread over all of them (a decoder step is many small operations).
   const int threads = at::get_num_threads();
-  const int workers = resolve_workers(limits_.workers, limits_.cpu);
-  const int threads_each = std::max(1, threads / workers);
-  for (int i = 0; i < workers; ++i) {
+  worker_count_ = resolve_workers(limits_.workers, limits_.cpu);
+  const int threads_each = std::max(1, threads / worker_count_);
+  for (int i = 0; i < worker_count_; ++i) {
     workers_.emplace_back([this, threads_each] {
       at::set_num_threads(threads_each);
       work();
@@ -130,9 +130,13 @@ void Batcher::work() {
       }
       drop_cancelled(*lane);
       if (lane->entries.empty()) continue;
+      // What is queued is shared with the idle workers (this one included), so that a few
+      // clients' sentences are decoded side by side rather than in one batch while a worker idles.
+      const size_t idle = static_cast<size_t>(worker_count_ - busy_);
+      const size_t cap = std::min(limits_.max_batch_sentences, (lane->sentences + idle - 1) / std::max<size_t>(idle, 1));
       // One sentence from each waiting request in turn.
-      while (items.size() < limits_.max_batch_sentences && !lane->entries.empty()) {
-        for (auto it = lane->entries.begin(); it != lane->entries.end() && items.size() < limits_.max_batch_sentences;) {
+      while (items.size() < cap && !lane->entries.empty()) {
+        for (auto it = lane->entries.begin(); it != lane->entries.end() && items.size() < cap;) {
           items.push_back({it->pending, it->next});
           lines.push_back(std::move(it->sentences[it->next]));
           ++it->next;
@@ -149,6 +153,7 @@ void Batcher::work() {
       for (const auto& item : items) requests.insert(item.pending.get());
       requests_per_batch_ = 0.7 * requests_per_batch_ + 0.3 * static_cast<double>(requests.size());
       ++busy_;
+      if (queued_ > 0) changed_.notify_all();  // what is left is for the next idle worker
       model = lane->model;
       options = lane->options;
       if (metrics_) metrics_->queue_depth(queued_);

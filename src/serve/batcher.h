@@ -83,7 +83,7 @@ class Batcher {
   // Refuses new submissions, decodes everything queued, then joins the workers.
   void stop();
   size_t queued() const;
-  int workers() const { return static_cast<int>(workers_.size()); }
+  int workers() const { return worker_count_; }
 
  private:
   struct Entry {  // a request's sentences not yet taken into a batch
@@ -113,6 +113,7 @@ class Batcher {
   std::condition_variable changed_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   size_t queued_ = 0;
+  int worker_count_ = 1;
   int busy_ = 0;                    // workers decoding a batch
   double requests_per_batch_ = 1;   // moving average over recent batches
   bool stopping_ = false;

@@ -1,6 +1,8 @@
 #include "serve/server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -14,6 +16,28 @@
 
 namespace attnmt {
 namespace {
+
+// Debian's libcpp-httplib.so listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when
+// the library was compiled): 100+ clients connecting at once overflowed it, and the connections
+// it dropped waited for TCP's SYN retries (p99 latency of 10 s at 128 clients). listen() again on
+// the bound socket raises the backlog; the socket is the one listening on `port`.
+void raise_listen_backlog(int port) {
+  for (int fd = 3; fd < 4096; ++fd) {
+    int listening = 0;
+    socklen_t size = sizeof(listening);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || !listening) continue;
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) continue;
+    int bound = -1;
+    if (address.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+    if (address.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+    if (bound == port) {
+      ::listen(fd, SOMAXCONN);
+      return;
+    }
+  }
+}
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -245,6 +269,7 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     throw RuntimeError("serve: cannot listen on " + options.host + ":" + std::to_string(options.port) +
                        " (in use, or not an address of this machine)");
   }
+  raise_listen_backlog(port);
   StopSignals signals;
   std::thread watcher([&] {
     while (!stopping && !signals.received()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
