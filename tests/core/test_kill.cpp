@@ -89,7 +89,16 @@ TEST_CASE("SIGKILL at random moments and during saves: every run resumes, the en
         }
       }
     } else {  // a random moment: loading, training, validating or saving
-      const double at = std::uniform_real_distribution<double>(1.0, 4.0)(random);
+      // The first run lives until it has written a checkpoint, so that the later runs resume and
+      // their kills can be aimed at saves however slow a loaded machine makes the training.
+      double at = std::uniform_real_distribution<double>(1.0, 4.0)(random);
+      if (!resume) {
+        while (!has_step_checkpoint(dir / "killed") && seconds() < 120 && !exited) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          exited = ::waitpid(pid, &status, WNOHANG) == pid;
+        }
+        at += seconds();
+      }
       while (seconds() < at && !exited) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         exited = ::waitpid(pid, &status, WNOHANG) == pid;
