@@ -29,6 +29,7 @@ struct TokenizerConfig {
   int vocab_size = 8000;               // per model (one shared model, or one per side)
   bool shared = true;                  // one model trained on both sides, or one per side
   double character_coverage = 1.0;     // SentencePiece --character_coverage
+  int input_sentence_size = 2000000;   // SentencePiece trains on a seeded sample of this many lines (0 = all)
 };
 
 struct EncoderConfig {

@@ -58,6 +58,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(tokenizer.vocab_size),
     ATTNMT_FIELD(tokenizer.shared),
     ATTNMT_FIELD(tokenizer.character_coverage),
+    ATTNMT_FIELD(tokenizer.input_sentence_size),
 
     ATTNMT_FIELD(model.embedding_size),
     ATTNMT_FIELD(model.encoder.rnn),
@@ -713,6 +714,8 @@ void validate_config(const Config& c) {
   check_int(tok.vocab_size >= 8, "tokenizer.vocab_size", ">= 8", tok.vocab_size);
   check_double(tok.character_coverage > 0 && tok.character_coverage <= 1,
                "tokenizer.character_coverage", "in (0, 1]", tok.character_coverage);
+  check_int(tok.input_sentence_size >= 0, "tokenizer.input_sentence_size", ">= 0 (0 = every line)",
+            tok.input_sentence_size);
 
   const ModelConfig& m = c.model;
   check_int(m.embedding_size > 0, "model.embedding_size", "> 0", m.embedding_size);

@@ -22,8 +22,9 @@ struct Dataset {
 };
 
 // Encodes every pair; skips (and counts) empty pairs and, when max_length > 0, pairs longer
-// than max_length tokens on either side. The caller logs the counts.
-Dataset encode_dataset(const ParallelText& text, const Tokenizers& tokenizers, int max_length);
+// than max_length tokens on either side. The caller logs the counts. `threads` encode slices of
+// the corpus side by side (0 = one per core); the result is the same for any number.
+Dataset encode_dataset(const ParallelText& text, const Tokenizers& tokenizers, int max_length, int threads = 0);
 
 // The batches of one epoch, as lists of indices into `examples`. Examples are sorted by length
 // within buckets so padding is small; when `shuffle`, bucket contents and batch order are

@@ -3,8 +3,10 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <random>
 #include <fstream>
 
 #include "data/corpus.h"
@@ -21,6 +23,22 @@ namespace attnmt {
 namespace fs = std::filesystem;
 
 namespace {
+
+// `count` of the lines drawn at random without replacement (seeded), kept in their order:
+// SentencePiece's trainer grows in time and memory with its input, and a few million lines
+// give the same pieces (its documentation recommends sampling).
+std::vector<std::string> sample_lines(std::vector<std::string> lines, size_t count, uint64_t seed) {
+  std::vector<size_t> index(lines.size());
+  for (size_t i = 0; i < index.size(); ++i) index[i] = i;
+  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ULL + 0x5A17ULL);
+  for (size_t i = 0; i < count; ++i) std::swap(index[i], index[i + static_cast<size_t>(gen() % (index.size() - i))]);
+  index.resize(count);
+  std::sort(index.begin(), index.end());
+  std::vector<std::string> out;
+  out.reserve(count);
+  for (size_t i : index) out.push_back(std::move(lines[i]));
+  return out;
+}
 
 std::string executable_dir() {
   try {
@@ -197,6 +215,11 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
     if (!train_text) throw InputError("no tokenizer model in '" + save_dir + "' (expected '" + model + "')");
     std::vector<std::string> all;
     for (const auto* side : sides) all.insert(all.end(), side->begin(), side->end());
+    const size_t lines = all.size();
+    if (config.type == "sentencepiece" && config.input_sentence_size > 0 &&
+        all.size() > static_cast<size_t>(config.input_sentence_size)) {
+      all = sample_lines(std::move(all), static_cast<size_t>(config.input_sentence_size), seed);
+    }
     const auto start = std::chrono::steady_clock::now();
     // Trained under a temporary name and renamed into place (.vocab first, .model last): a run
     // killed meanwhile leaves no half-written model that the next run would take for a real one.
@@ -212,8 +235,11 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
     auto tok = std::make_shared<Tokenizer>(model);
     const auto kind = config.type == "none" ? std::string("word vocabulary (tokenizer.type none)")
                                             : "SentencePiece " + config.model_type + " model";
-    spdlog::info("[data] trained {}, {} pieces, on {} lines in {:.1f}s -> {}", kind,
-                 tok->vocab_size(), all.size(),
+    const std::string sample = all.size() < lines ? " (a sample of the " + group_thousands(static_cast<int64_t>(lines)) +
+                                                        ", tokenizer.input_sentence_size)"
+                                                  : "";
+    spdlog::info("[data] trained {}, {} pieces, on {} lines{} in {:.1f}s -> {}", kind,
+                 tok->vocab_size(), all.size(), sample,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), model);
     return tok;
   };

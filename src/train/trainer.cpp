@@ -213,11 +213,11 @@ void Trainer::prepare_data() {
   tokenizers_ = is_main() ? load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, &train_text, cfg_.train.seed)
                           : Tokenizers{};
   if (dist_->active()) tokenizers_ = share_tokenizers();
-  train_ = encode_dataset(train_text, tokenizers_, cfg_.data.max_length);
+  train_ = encode_dataset(train_text, tokenizers_, cfg_.data.max_length, cfg_.threads);
   spdlog::info("[data] train: {} pairs kept, {} skipped as empty, {} skipped as longer than {} tokens",
                train_.examples.size(), train_.skipped_empty, train_.skipped_long, cfg_.data.max_length);
   if (train_.examples.empty()) throw InputError("train: no usable sentence pairs in '" + cfg_.data.train.src + "'");
-  valid_ = encode_dataset(valid_text_, tokenizers_, /*max_length=*/0);
+  valid_ = encode_dataset(valid_text_, tokenizers_, /*max_length=*/0, cfg_.threads);
   spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid_.examples.size(), valid_.skipped_empty);
   if (cfg_.decode.shortlist) {  // built again on every run: it follows the corpus and the tokenizer
     const auto start = std::chrono::steady_clock::now();
