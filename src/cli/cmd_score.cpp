@@ -147,13 +147,7 @@ void run_score(const ScoreOptions& options) {
   for (const std::string& metric : metrics) {
     if (metric == "bleu") {
       const BleuResult bleu = corpus_bleu(hyps, refs);
-      json_out["bleu"] = bleu.score;
-      json_out["bleu_counts"] = bleu.counts;
-      json_out["bleu_totals"] = bleu.totals;
-      json_out["bleu_precisions"] = bleu.precisions;
-      json_out["bp"] = bleu.bp;
-      json_out["sys_len"] = bleu.sys_len;
-      json_out["ref_len"] = bleu.ref_len;
+      json_out.update(bleu_json(bleu));
       signatures["bleu"] = bleu.signature();
       text_lines.push_back(bleu.format());
       signature_lines.push_back("BLEU signature: " + bleu.signature());

@@ -4,6 +4,8 @@
 // decodes UTF-8 and follows Python's definition.
 #include "eval/metrics.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -413,5 +415,11 @@ std::string ChrfResult::signature() const {
 }
 
 std::string ChrfResult::format() const { return "chrF2 = " + printf_string("%.2f", score); }
+
+nlohmann::json bleu_json(const BleuResult& bleu) {
+  return {{"bleu", bleu.score},       {"bleu_counts", bleu.counts}, {"bleu_totals", bleu.totals},
+          {"bleu_precisions", bleu.precisions}, {"bp", bleu.bp}, {"sys_len", bleu.sys_len},
+          {"ref_len", bleu.ref_len}};
+}
 
 }  // namespace attnmt

@@ -4,6 +4,8 @@
 // sacreBLEU's "effective order" handling.
 // Checked against sacreBLEU 2.6.0 output in tests/data/sacrebleu/ (tests/base/test_metrics.cpp).
 #pragma once
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <vector>
 
@@ -27,6 +29,10 @@ struct ChrfResult {
   std::string signature() const;
   std::string format() const;  // sacreBLEU's line: "chrF2 = 60.12"
 };
+
+// The figures of `attnmt score --json` (and the Python module's score()): bleu, bleu_counts,
+// bleu_totals, bleu_precisions, bp, sys_len, ref_len.
+nlohmann::json bleu_json(const BleuResult& bleu);
 
 // InputError if the sizes differ.
 BleuResult corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::string>& refs);

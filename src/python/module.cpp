@@ -10,6 +10,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -219,16 +221,10 @@ py::dict score(const std::vector<std::string>& hyps, const std::vector<std::stri
     chrf = corpus_chrf(hyps, refs);
   }
   // The keys of `attnmt score --json`, plus its text lines.
-  py::dict d;
-  d["bleu"] = bleu.score;
-  d["bleu_counts"] = bleu.counts;
-  d["bleu_totals"] = bleu.totals;
-  d["bleu_precisions"] = bleu.precisions;
-  d["bp"] = bleu.bp;
-  d["sys_len"] = bleu.sys_len;
-  d["ref_len"] = bleu.ref_len;
-  d["chrf"] = chrf.score;
-  d["signature"] = py::dict(py::arg("bleu") = bleu.signature(), py::arg("chrf") = chrf.signature());
+  auto figures = bleu_json(bleu);
+  figures["chrf"] = chrf.score;
+  figures["signature"] = {{"bleu", bleu.signature()}, {"chrf", chrf.signature()}};
+  py::dict d = py::module_::import("json").attr("loads")(figures.dump());
   d["lines"] = py::make_tuple(bleu.format(), chrf.format());
   return d;
 }
