@@ -96,7 +96,6 @@ class PyTranslator {
     for (const auto& [key, value] : settings) sets.push_back(key + "=" + setting_value(value, key));
     py::gil_scoped_release release;
     loaded_ = load_model(model, checkpoint, device.value_or(""), sets);
-    loaded_.model->eval();
     configure_compute(loaded_.config.threads, loaded_.config.gemm);
     step_ = make_step_model(loaded_.model, loaded_.config.decode, loaded_.lexicon);
     defaults_ = translate_options(loaded_.config.decode);
