@@ -12,14 +12,28 @@ namespace attnmt {
 struct CorpusConfig {
   std::string src;  // path of the source-side text file (plain or .gz), one sentence per line
   std::string tgt;  // path of the target-side text file, same number of lines as src
+  // data.train as a list of {src, tgt, weight}: this corpus's share of each epoch's pairs,
+  // relative to the others' weights (not a key of its own: it only exists in the list form)
+  double weight = 1.0;
 };
 
 struct DataConfig {
-  CorpusConfig train;  // required for training
+  CorpusConfig train;  // required for training (data.train as a list: its first corpus)
+  // data.train given as a list of corpora: the ones after the first, in order
+  std::vector<CorpusConfig> more_train;
   CorpusConfig valid;  // required for training (validation perplexity / BLEU)
   CorpusConfig test;   // optional: translated and scored at the end of training when set
   int max_length = 100;  // pairs with more subword tokens than this on either side are skipped
+  std::string cache_dir;  // the corpora as token ids, memory-mapped by later runs ("" = TRAIN.SAVE_DIR/cache)
+  int batch_window = 0;   // sentences sorted by length together (maxi-batch); 0 = the whole epoch
 };
+
+// Every training corpus: data.train, then data.more_train.
+inline std::vector<CorpusConfig> training_corpora(const DataConfig& data) {
+  std::vector<CorpusConfig> all{data.train};
+  all.insert(all.end(), data.more_train.begin(), data.more_train.end());
+  return all;
+}
 
 struct TokenizerConfig {
   // sentencepiece: subword models trained on data.train (raw text in, raw text out);
@@ -30,6 +44,7 @@ struct TokenizerConfig {
   bool shared = true;                  // one model trained on both sides, or one per side
   double character_coverage = 1.0;     // SentencePiece --character_coverage
   int input_sentence_size = 2000000;   // SentencePiece trains on a seeded sample of this many lines (0 = all)
+  std::string user_defined_symbols;    // SentencePiece --user_defined_symbols: pieces kept whole, comma-separated
 };
 
 struct EncoderConfig {

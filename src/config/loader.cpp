@@ -52,6 +52,8 @@ const Field kFields[] = {
     ATTNMT_FIELD(data.test.src),
     ATTNMT_FIELD(data.test.tgt),
     ATTNMT_FIELD(data.max_length),
+    ATTNMT_FIELD(data.cache_dir),
+    ATTNMT_FIELD(data.batch_window),
 
     ATTNMT_FIELD(tokenizer.type),
     ATTNMT_FIELD(tokenizer.model_type),
@@ -59,6 +61,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(tokenizer.shared),
     ATTNMT_FIELD(tokenizer.character_coverage),
     ATTNMT_FIELD(tokenizer.input_sentence_size),
+    ATTNMT_FIELD(tokenizer.user_defined_symbols),
 
     ATTNMT_FIELD(model.embedding_size),
     ATTNMT_FIELD(model.encoder.rnn),
@@ -388,6 +391,50 @@ void set_field(Config& config, const Field& field, const YAML::Node& node, const
   }
 }
 
+// data.train as a list of corpora: [{src: a.de, tgt: a.en, weight: 2}, {src: ..., tgt: ...}].
+void set_train_list(Config& config, const YAML::Node& list, const Source& source, const YAML::Mark& mark) {
+  if (list.size() == 0) throw InputError(source.label + ": data.train: the list of corpora is empty" + line_suffix(source, mark));
+  std::vector<CorpusConfig> corpora;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YAML::Node item = list[i];
+    const std::string where = "data.train item " + std::to_string(i + 1);
+    if (!item.IsMap()) {
+      throw InputError(source.label + ": " + where + ": expected a map {src, tgt, weight}, got " + describe(item) +
+                       line_suffix(source, item.Mark()));
+    }
+    CorpusConfig corpus;
+    std::set<std::string> seen;
+    for (const auto& entry : item) {
+      const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      const YAML::Node& value = entry.second;
+      const auto at = line_suffix(source, entry.first.Mark());
+      if (!seen.insert(name).second) throw InputError(source.label + ": " + where + ": duplicate key " + in_quotes(name) + at);
+      if (name == "src" || name == "tgt") {
+        if (!value.IsScalar() || value.Scalar().empty()) {
+          throw InputError(source.label + ": " + where + ": " + name + ": expected a path, got " + describe(value) + at);
+        }
+        (name == "src" ? corpus.src : corpus.tgt) = value.Scalar();
+      } else if (name == "weight") {
+        if (!value.IsScalar() || !parse_double(value.Scalar(), corpus.weight) || !(corpus.weight > 0) ||
+            !std::isfinite(corpus.weight)) {
+          throw InputError(source.label + ": " + where + ": weight must be a number > 0, got " + describe(value) + at);
+        }
+      } else {
+        throw InputError(source.label + ": " + where + ": unknown key " + in_quotes(name) +
+                         " (a corpus has src, tgt and weight)" + at);
+      }
+    }
+    for (const char* side : {"src", "tgt"}) {
+      if (!seen.count(side)) {
+        throw InputError(source.label + ": " + where + ": missing " + side + line_suffix(source, item.Mark()));
+      }
+    }
+    corpora.push_back(std::move(corpus));
+  }
+  config.data.train = corpora.front();
+  config.data.more_train.assign(corpora.begin() + 1, corpora.end());
+}
+
 // Applies the keys of `map` (the contents of section `prefix`, "" for the top level).
 void apply_map(Config& config, const YAML::Node& map, const std::string& prefix,
                const Source& source) {
@@ -412,6 +459,8 @@ void apply_map(Config& config, const YAML::Node& map, const std::string& prefix,
 
     if (const Field* field = find_field(key)) {
       set_field(config, *field, value, source, mark);
+    } else if (key == "data.train" && value.IsSequence()) {
+      set_train_list(config, value, source, mark);
     } else if (is_section(key)) {
       if (value.IsNull()) continue;  // "test:" with nothing under it
       if (!value.IsMap()) {
@@ -455,6 +504,8 @@ void apply_override(Config& config, const std::string& override_text) {
   }
   if (field) {
     set_field(config, *field, value, source, YAML::Mark::null_mark());
+  } else if (key == "data.train" && value.IsSequence()) {
+    set_train_list(config, value, source, YAML::Mark::null_mark());
   } else if (!value.IsNull()) {
     if (!value.IsMap()) {
       throw InputError(source.label + ": " + key + ": expected a map of keys, got " +
@@ -706,6 +757,7 @@ Config load_config_file(const std::string& path, const std::vector<std::string>&
 
 void validate_config(const Config& c) {
   check_int(c.data.max_length > 0, "data.max_length", "> 0", c.data.max_length);
+  check_int(c.data.batch_window >= 0, "data.batch_window", ">= 0 (0 = the whole epoch)", c.data.batch_window);
 
   const TokenizerConfig& tok = c.tokenizer;
   check_one_of(tok.type, "tokenizer.type", {"sentencepiece", "none"});
@@ -716,6 +768,13 @@ void validate_config(const Config& c) {
                "tokenizer.character_coverage", "in (0, 1]", tok.character_coverage);
   check_int(tok.input_sentence_size >= 0, "tokenizer.input_sentence_size", ">= 0 (0 = every line)",
             tok.input_sentence_size);
+  if (!tok.user_defined_symbols.empty() && tok.type != "sentencepiece") {
+    invalid("tokenizer.user_defined_symbols", "empty with tokenizer.type none (it is a SentencePiece option)",
+            in_quotes(tok.user_defined_symbols));
+  }
+  if (tok.user_defined_symbols.find_first_of(" \t") != std::string::npos) {
+    invalid("tokenizer.user_defined_symbols", "comma-separated pieces without spaces", in_quotes(tok.user_defined_symbols));
+  }
 
   const ModelConfig& m = c.model;
   check_int(m.embedding_size > 0, "model.embedding_size", "> 0", m.embedding_size);
@@ -842,6 +901,11 @@ void check_training_inputs(const Config& config, const std::string& source_name)
   for (const auto& [key, path] : files) {
     if (!path->empty()) check_readable(key, *path);
   }
+  for (size_t i = 0; i < config.data.more_train.size(); ++i) {
+    const std::string item = "data.train item " + std::to_string(i + 2);
+    check_readable(item + " src", config.data.more_train[i].src);
+    check_readable(item + " tgt", config.data.more_train[i].tgt);
+  }
 }
 
 std::string config_to_yaml(const Config& config_in, bool only_changed) {
@@ -852,8 +916,14 @@ std::string config_to_yaml(const Config& config_in, bool only_changed) {
                                     : "attnmt configuration: every key, defaults included (docs/config.md)");
   out << YAML::BeginMap;
   std::vector<std::string> open;  // path components of the maps currently open
+  // data.train in its list form: several corpora, or one with a weight
+  const bool train_list = !config.data.more_train.empty() || config.data.train.weight != 1.0;
   for (const Field& field : kFields) {
-    if (only_changed && setting(field, config) == setting(field, defaults)) continue;
+    const std::string_view name = field.key;
+    if (train_list && name == "data.train.tgt") continue;  // written with data.train.src, in the list
+    if (!(train_list && name == "data.train.src") && only_changed && setting(field, config) == setting(field, defaults)) {
+      continue;
+    }
     std::vector<std::string> parts;
     std::string_view key = field.key;
     for (size_t start = 0;;) {
@@ -862,6 +932,7 @@ std::string config_to_yaml(const Config& config_in, bool only_changed) {
       if (dot == std::string_view::npos) break;
       start = dot + 1;
     }
+    if (train_list && name == "data.train.src") parts.pop_back();  // "data.train" holds the list
     // Close the maps this key is not in, open the ones it is.
     size_t common = 0;
     while (common < open.size() && common + 1 < parts.size() && open[common] == parts[common]) {
@@ -882,7 +953,15 @@ std::string config_to_yaml(const Config& config_in, bool only_changed) {
       }
     }
     FieldRef ref = field.ref(config);
-    if (auto* s = std::get_if<std::string*>(&ref)) {
+    if (train_list && name == "data.train.src") {
+      out << YAML::BeginSeq;
+      for (const auto& corpus : training_corpora(config.data)) {
+        out << YAML::Flow << YAML::BeginMap << YAML::Key << "src" << YAML::Value << YAML::DoubleQuoted << corpus.src
+            << YAML::Key << "tgt" << YAML::Value << YAML::DoubleQuoted << corpus.tgt << YAML::Key << "weight"
+            << YAML::Value << format_double(corpus.weight) << YAML::EndMap;
+      }
+      out << YAML::EndSeq;
+    } else if (auto* s = std::get_if<std::string*>(&ref)) {
       out << YAML::DoubleQuoted << **s;
     } else if (auto* b = std::get_if<bool*>(&ref)) {
       out << YAML::TrueFalseBool << **b;

@@ -94,37 +94,53 @@ void shuffle_indices(std::vector<size_t>& v, std::mt19937_64& gen) {
 
 std::vector<std::vector<size_t>> make_batches(const std::vector<Example>& examples, int batch_size, int batch_tokens,
                                               bool shuffle, uint64_t seed, int epoch) {
+  std::vector<uint32_t> src(examples.size()), tgt(examples.size());
+  for (size_t i = 0; i < examples.size(); ++i) {
+    src[i] = static_cast<uint32_t>(examples[i].src.size());
+    tgt[i] = static_cast<uint32_t>(examples[i].tgt.size());
+  }
   std::vector<size_t> order(examples.size());
   std::iota(order.begin(), order.end(), 0);
+  return make_batches(std::move(order), src, tgt, batch_size, batch_tokens, shuffle, seed, epoch);
+}
+
+std::vector<std::vector<size_t>> make_batches(std::vector<size_t> order, const std::vector<uint32_t>& src_lengths,
+                                              const std::vector<uint32_t>& tgt_lengths, int batch_size,
+                                              int batch_tokens, bool shuffle, uint64_t seed, int epoch,
+                                              size_t window) {
   std::mt19937_64 gen(seed * 1000003ULL + static_cast<uint64_t>(epoch) * 7919ULL + 17ULL);
   if (shuffle) shuffle_indices(order, gen);
-  // Sort by (src length, tgt length): batches of similar lengths have little padding. Stable,
-  // so equal lengths keep the shuffled (or original) order.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const auto& x = examples[a];
-    const auto& y = examples[b];
-    if (x.src.size() != y.src.size()) return x.src.size() < y.src.size();
-    return x.tgt.size() < y.tgt.size();
-  });
   std::vector<std::vector<size_t>> batches;
-  std::vector<size_t> current;
-  size_t max_tgt = 0;
-  for (size_t idx : order) {
-    const size_t tgt = examples[idx].tgt.size() + 1;
-    if (!current.empty()) {
-      const bool full = batch_tokens > 0
-                            ? std::max(max_tgt, tgt) * (current.size() + 1) > static_cast<size_t>(batch_tokens)
-                            : current.size() >= static_cast<size_t>(batch_size);
-      if (full) {
-        batches.push_back(std::move(current));
-        current.clear();
-        max_tgt = 0;
+  const size_t span = window > 0 ? window : std::max<size_t>(order.size(), 1);
+  for (size_t from = 0; from < order.size(); from += span) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(from);
+    const auto last = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), from + span));
+    // Sort by (src length, tgt length): batches of similar lengths have little padding. Stable,
+    // so equal lengths keep the shuffled (or original) order.
+    std::stable_sort(first, last, [&](size_t a, size_t b) {
+      if (src_lengths[a] != src_lengths[b]) return src_lengths[a] < src_lengths[b];
+      return tgt_lengths[a] < tgt_lengths[b];
+    });
+    std::vector<size_t> current;
+    size_t max_tgt = 0;
+    for (auto it = first; it != last; ++it) {
+      const size_t idx = *it;
+      const size_t tgt = tgt_lengths[idx] + 1;
+      if (!current.empty()) {
+        const bool full = batch_tokens > 0
+                              ? std::max(max_tgt, tgt) * (current.size() + 1) > static_cast<size_t>(batch_tokens)
+                              : current.size() >= static_cast<size_t>(batch_size);
+        if (full) {
+          batches.push_back(std::move(current));
+          current.clear();
+          max_tgt = 0;
+        }
       }
+      current.push_back(idx);
+      max_tgt = std::max(max_tgt, tgt);
     }
-    current.push_back(idx);
-    max_tgt = std::max(max_tgt, tgt);
+    if (!current.empty()) batches.push_back(std::move(current));
   }
-  if (!current.empty()) batches.push_back(std::move(current));
   if (shuffle) {
     std::vector<size_t> perm(batches.size());
     std::iota(perm.begin(), perm.end(), 0);

@@ -36,4 +36,14 @@ std::vector<std::vector<size_t>> make_batches(const std::vector<Example>& exampl
                                               int batch_tokens, bool shuffle, uint64_t seed,
                                               int epoch);
 
+// The same over `order` (the epoch's example ids, in base order; ids may repeat), with the
+// lengths of every example (indexed by id) instead of the examples. window > 0 (data.batch_window):
+// the shuffled order is cut into windows of that many examples, each sorted by length and cut
+// into batches on its own (Marian's maxi-batches), and all the batches are then shuffled; 0 sorts
+// the whole epoch at once (the function above).
+std::vector<std::vector<size_t>> make_batches(std::vector<size_t> order, const std::vector<uint32_t>& src_lengths,
+                                              const std::vector<uint32_t>& tgt_lengths, int batch_size,
+                                              int batch_tokens, bool shuffle, uint64_t seed, int epoch,
+                                              size_t window = 0);
+
 }  // namespace attnmt

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <random>
 #include <fstream>
+#include <functional>
+#include <numeric>
+#include <optional>
 
 #include "data/corpus.h"
 #include "data/spm_backend.h"
@@ -27,17 +30,93 @@ namespace {
 // `count` of the lines drawn at random without replacement (seeded), kept in their order:
 // SentencePiece's trainer grows in time and memory with its input, and a few million lines
 // give the same pieces (its documentation recommends sampling).
-std::vector<std::string> sample_lines(std::vector<std::string> lines, size_t count, uint64_t seed) {
-  std::vector<size_t> index(lines.size());
+std::vector<size_t> sample_indices(size_t total, size_t count, uint64_t seed) {
+  std::vector<size_t> index(total);
   for (size_t i = 0; i < index.size(); ++i) index[i] = i;
   std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ULL + 0x5A17ULL);
   for (size_t i = 0; i < count; ++i) std::swap(index[i], index[i + static_cast<size_t>(gen() % (index.size() - i))]);
   index.resize(count);
   std::sort(index.begin(), index.end());
-  std::vector<std::string> out;
-  out.reserve(count);
-  for (size_t i : index) out.push_back(std::move(lines[i]));
-  return out;
+  return index;
+}
+
+// The lines SentencePiece trains on: every line of `sides` in order (the files one after the
+// other), or a sample of tokenizer.input_sentence_size of them. `total` gets the number of lines.
+using TrainingLines = std::function<std::vector<std::string>(size_t sample, uint64_t seed, size_t& total)>;
+
+TrainingLines lines_in_memory(const std::vector<const std::vector<std::string>*>& sides) {
+  return [sides](size_t sample, uint64_t seed, size_t& total) {
+    std::vector<std::string> all;
+    for (const auto* side : sides) all.insert(all.end(), side->begin(), side->end());
+    total = all.size();
+    if (sample == 0 || all.size() <= sample) return all;
+    std::vector<std::string> out;
+    out.reserve(sample);
+    for (size_t i : sample_indices(all.size(), sample, seed)) out.push_back(std::move(all[i]));
+    return out;
+  };
+}
+
+// The same lines as lines_in_memory over the files' contents (`total` lines in all), read as a
+// stream: only the sample is held in memory.
+TrainingLines lines_in_files(const std::vector<std::string>& files, size_t total) {
+  return [files, total](size_t sample, uint64_t seed, size_t& lines) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool all = sample == 0 || total <= sample;
+    const auto chosen = all ? std::vector<size_t>{} : sample_indices(total, sample, seed);
+    std::vector<std::string> out;
+    out.reserve(all ? total : sample);
+    std::string line;
+    size_t index = 0, next = 0;
+    Progress progress("[data] reading the lines to train on", "lines", static_cast<int64_t>(total));
+    for (const auto& file : files) {
+      LineReader reader(file);
+      for (; reader.next(line); ++index) {
+        if (index % 65536 == 0) progress.update(static_cast<int64_t>(index));
+        if (all || (next < chosen.size() && chosen[next] == index)) {
+          out.push_back(line);
+          ++next;
+        }
+      }
+    }
+    lines = index;
+    spdlog::info("[data] read {} lines ({} to train on) in {:.1f}s", group_thousands(static_cast<int64_t>(index)),
+                 group_thousands(static_cast<int64_t>(out.size())),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return out;
+  };
+}
+
+// The pairs of each corpus, counted in one pass that also checks them: both sides of every line
+// readable UTF-8, the same number of lines on both sides, no empty corpus.
+std::vector<size_t> count_pairs(const std::vector<CorpusConfig>& corpora) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<size_t> counts;
+  std::string a, b;
+  Progress progress("[data] counting lines", "pairs", 0);
+  size_t total = 0;
+  for (size_t c = 0; c < corpora.size(); ++c) {
+    const std::string what = corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1);
+    LineReader src(corpora[c].src), tgt(corpora[c].tgt);
+    for (;;) {
+      const bool has_src = src.next(a), has_tgt = tgt.next(b);
+      if (has_src != has_tgt) {
+        size_t src_count = src.line_number(), tgt_count = tgt.line_number();
+        for (; has_src && src.next(a);) ++src_count;
+        for (; has_tgt && tgt.next(b);) ++tgt_count;
+        throw InputError(what + ": '" + corpora[c].src + "' has " + std::to_string(src_count) + " lines but '" +
+                         corpora[c].tgt + "' has " + std::to_string(tgt_count));
+      }
+      if (!has_src) break;
+      if (++total % 65536 == 0) progress.update(static_cast<int64_t>(total));
+    }
+    if (src.line_number() == 0) throw InputError(what + ": '" + corpora[c].src + "' is empty");
+    counts.push_back(src.line_number());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  spdlog::info("[data] counted {} pairs in {:.1f}s ({} pairs/s)", group_thousands(static_cast<int64_t>(total)), seconds,
+               group_thousands(static_cast<int64_t>(static_cast<double>(total) / std::max(seconds, 1e-3))));
+  return counts;
 }
 
 std::string executable_dir() {
@@ -196,13 +275,16 @@ bool Tokenizer::same_vocabulary(const Tokenizer& other) const {
   return true;
 }
 
-Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
-                                    const ParallelText* train_text, uint64_t seed) {
+namespace {
+
+// Loads SAVE_DIR/spm*.model, training the missing ones first on `lines(prefix)`.
+Tokenizers load_or_train(const TokenizerConfig& config, const std::string& save_dir, bool can_train,
+                         const std::function<TrainingLines(const std::string& side)>& lines, uint64_t seed) {
   std::error_code ec;
   fs::create_directories(save_dir, ec);
   if (ec) throw InputError("cannot create '" + save_dir + "': " + ec.message());
   auto path = [&](const std::string& name) { return (fs::path(save_dir) / name).string(); };
-  auto ensure = [&](const std::string& prefix, const std::vector<const std::vector<std::string>*>& sides) {
+  auto ensure = [&](const std::string& prefix, const std::string& side) {
     const auto model = path(prefix + ".model");
     if (fs::exists(model)) {
       auto tok = std::make_shared<Tokenizer>(model);
@@ -212,14 +294,10 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
       }
       return tok;
     }
-    if (!train_text) throw InputError("no tokenizer model in '" + save_dir + "' (expected '" + model + "')");
-    std::vector<std::string> all;
-    for (const auto* side : sides) all.insert(all.end(), side->begin(), side->end());
-    const size_t lines = all.size();
-    if (config.type == "sentencepiece" && config.input_sentence_size > 0 &&
-        all.size() > static_cast<size_t>(config.input_sentence_size)) {
-      all = sample_lines(std::move(all), static_cast<size_t>(config.input_sentence_size), seed);
-    }
+    if (!can_train) throw InputError("no tokenizer model in '" + save_dir + "' (expected '" + model + "')");
+    size_t lines_total = 0;
+    const size_t sample = config.type == "sentencepiece" ? static_cast<size_t>(config.input_sentence_size) : 0;
+    std::vector<std::string> all = lines(side)(sample, seed, lines_total);
     const auto start = std::chrono::steady_clock::now();
     // Trained under a temporary name and renamed into place (.vocab first, .model last): a run
     // killed meanwhile leaves no half-written model that the next run would take for a real one.
@@ -235,23 +313,58 @@ Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::st
     auto tok = std::make_shared<Tokenizer>(model);
     const auto kind = config.type == "none" ? std::string("word vocabulary (tokenizer.type none)")
                                             : "SentencePiece " + config.model_type + " model";
-    const std::string sample = all.size() < lines ? " (a sample of the " + group_thousands(static_cast<int64_t>(lines)) +
-                                                        ", tokenizer.input_sentence_size)"
-                                                  : "";
+    const std::string sampled = all.size() < lines_total ? " (a sample of the " + group_thousands(static_cast<int64_t>(lines_total)) +
+                                                               ", tokenizer.input_sentence_size)"
+                                                         : "";
     spdlog::info("[data] trained {}, {} pieces, on {} lines{} in {:.1f}s -> {}", kind,
-                 tok->vocab_size(), all.size(), sample,
+                 tok->vocab_size(), all.size(), sampled,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), model);
     return tok;
   };
   Tokenizers t;
   if (config.shared) {
-    t.src = ensure("spm", {train_text ? &train_text->src : nullptr, train_text ? &train_text->tgt : nullptr});
+    t.src = ensure("spm", "both");
     t.tgt = t.src;
   } else {
-    t.src = ensure("spm.src", {train_text ? &train_text->src : nullptr});
-    t.tgt = ensure("spm.tgt", {train_text ? &train_text->tgt : nullptr});
+    t.src = ensure("spm.src", "src");
+    t.tgt = ensure("spm.tgt", "tgt");
   }
   return t;
+}
+
+}  // namespace
+
+Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
+                                    const ParallelText* train_text, uint64_t seed) {
+  return load_or_train(
+      config, save_dir, train_text != nullptr,
+      [&](const std::string& side) {
+        std::vector<const std::vector<std::string>*> sides;
+        if (side != "tgt") sides.push_back(&train_text->src);
+        if (side != "src") sides.push_back(&train_text->tgt);
+        return lines_in_memory(sides);
+      },
+      seed);
+}
+
+Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
+                                    const std::vector<CorpusConfig>& corpora, uint64_t seed) {
+  std::optional<size_t> pairs;  // counted (and checked) once, when a model is to be trained
+  return load_or_train(
+      config, save_dir, true,
+      [&](const std::string& side) {
+        if (!pairs) {
+          const auto counts = count_pairs(corpora);
+          pairs = std::accumulate(counts.begin(), counts.end(), size_t{0});
+        }
+        std::vector<std::string> files;
+        if (side != "tgt")
+          for (const auto& c : corpora) files.push_back(c.src);
+        if (side != "src")
+          for (const auto& c : corpora) files.push_back(c.tgt);
+        return lines_in_files(files, side == "both" ? 2 * *pairs : *pairs);
+      },
+      seed);
 }
 
 }  // namespace attnmt

@@ -75,5 +75,10 @@ struct Tokenizers {
 struct ParallelText;
 Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
                                     const ParallelText* train_text, uint64_t seed);
+// The same, training missing models on the files of `corpora` (all sources, then all targets),
+// read as streams: only the lines SentencePiece trains on (tokenizer.input_sentence_size) are held
+// in memory. With one corpus, the models equal those trained from its ParallelText.
+Tokenizers load_or_train_tokenizers(const TokenizerConfig& config, const std::string& save_dir,
+                                    const std::vector<CorpusConfig>& corpora, uint64_t seed);
 
 }  // namespace attnmt

@@ -34,6 +34,8 @@ class Backend : public TokenizerBackend {
                              " --character_coverage=" + std::to_string(config.character_coverage) +
                              " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --hard_vocab_limit=false" +
                              " --input_sentence_size=0" +
+                             (config.user_defined_symbols.empty() ? std::string()
+                                                                  : " --user_defined_symbols=" + config.user_defined_symbols) +
                              " --shuffle_input_sentence=false --num_threads=2 --minloglevel=2";
     VectorIterator it(sentences);
     const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it);

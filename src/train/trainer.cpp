@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <ATen/autocast_mode.h>
 #include <nlohmann/json.hpp>
@@ -21,6 +22,8 @@
 #include "data/batcher.h"
 #include "data/corpus.h"
 #include "data/lexicon.h"
+#include "data/token_cache.h"
+#include "data/train_data.h"
 #include "attention/registry.h"
 #include "data/tokenizer.h"
 #include "decoding/seq2seq_step_model.h"
@@ -187,7 +190,8 @@ class Trainer {
   std::unique_ptr<Distributed> dist_;  // world size 1 unless --distributed / --nproc
   std::unique_ptr<StopSignals> stop_signals_;  // SIGINT / SIGTERM during train_loop (util/signals.h)
   Tokenizers tokenizers_;
-  Dataset train_, valid_;
+  std::unique_ptr<TrainData> train_;
+  Dataset valid_;
   ParallelText valid_text_;
   std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
   Seq2Seq model_{nullptr};
@@ -200,28 +204,48 @@ class Trainer {
   double window_loss_ = 0, window_nll_ = 0;
   int64_t window_tokens_ = 0, window_steps_ = 0;
   std::chrono::steady_clock::time_point window_start_, run_start_;
+  // When this run began: the start-up (data, tokenizers, model, restore) is logged at its first update
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  bool first_update_done_ = false;
   double window_allreduce_start_ = 0;  // dist_->gradient_seconds() when the window began
   double seconds_before_run_ = 0;
   int64_t last_validated_step_ = -1;
 };
 
 void Trainer::prepare_data() {
-  auto train_text = read_parallel(cfg_.data.train, "train");
+  const auto corpora = training_corpora(cfg_.data);
   valid_text_ = read_parallel(cfg_.data.valid, "valid");
-  spdlog::info("[data] train: {} pairs from '{}' / '{}'", train_text.src.size(), cfg_.data.train.src,
-               cfg_.data.train.tgt);
-  tokenizers_ = is_main() ? load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, &train_text, cfg_.train.seed)
+  tokenizers_ = is_main() ? load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, corpora, cfg_.train.seed)
                           : Tokenizers{};
   if (dist_->active()) tokenizers_ = share_tokenizers();
-  train_ = encode_dataset(train_text, tokenizers_, cfg_.data.max_length, cfg_.threads);
-  spdlog::info("[data] train: {} pairs kept, {} skipped as empty, {} skipped as longer than {} tokens",
-               train_.examples.size(), train_.skipped_empty, train_.skipped_long, cfg_.data.max_length);
-  if (train_.examples.empty()) throw InputError("train: no usable sentence pairs in '" + cfg_.data.train.src + "'");
+  // The corpora as token ids: tokenized once, memory-mapped by every later run (data/token_cache.h).
+  const auto cache_dir =
+      cfg_.data.cache_dir.empty() ? (fs::path(cfg_.train.save_dir) / "cache").string() : cfg_.data.cache_dir;
+  std::vector<TrainCorpus> sources;
+  for (size_t c = 0; c < corpora.size(); ++c) {
+    const std::string what = corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1);
+    sources.push_back(TrainCorpus{TokenCorpus::open(corpora[c], tokenizers_, cache_dir, cfg_.threads, what),
+                                  corpora[c].weight, "'" + corpora[c].src + "' / '" + corpora[c].tgt + "'"});
+  }
+  train_ = std::make_unique<TrainData>(std::move(sources), cfg_.data.max_length);
+  for (size_t c = 0; c < train_->corpus_count(); ++c) {
+    const std::string what = corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1);
+    spdlog::info("[data] {}: {} pairs kept, {} skipped as empty, {} skipped as longer than {} tokens", what,
+                 train_->kept(c), train_->skipped_empty(c), train_->skipped_long(c), cfg_.data.max_length);
+    if (corpora.size() > 1) {
+      spdlog::info("[data] {} {}: weight {} -> {} pairs per epoch ({:.2f} passes over its pairs)", what,
+                   train_->corpus(c).name, train_->corpus(c).weight, train_->per_epoch(c),
+                   train_->kept(c) ? static_cast<double>(train_->per_epoch(c)) / static_cast<double>(train_->kept(c)) : 0.0);
+    }
+  }
+  if (train_->size() == 0) throw InputError("train: no usable sentence pairs in '" + cfg_.data.train.src + "'");
   valid_ = encode_dataset(valid_text_, tokenizers_, /*max_length=*/0, cfg_.threads);
   spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid_.examples.size(), valid_.skipped_empty);
   if (cfg_.decode.shortlist) {  // built again on every run: it follows the corpus and the tokenizer
     const auto start = std::chrono::steady_clock::now();
-    lexicon_ = std::make_shared<const Lexicon>(train_lexicon(train_.examples, tokenizers_.src->vocab_size(),
+    std::vector<size_t> all(train_->size());
+    std::iota(all.begin(), all.end(), 0);
+    lexicon_ = std::make_shared<const Lexicon>(train_lexicon(train_->gather(all), tokenizers_.src->vocab_size(),
                                                              tokenizers_.tgt->vocab_size(), kLexiconIterations,
                                                              kLexiconKeep));
     const auto path = lexicon_path(cfg_.train.save_dir);
@@ -371,8 +395,9 @@ void Trainer::map_epoch_position(int64_t old_world_size) {
 // is what one process with a world_size times larger batch would train on.
 std::vector<std::vector<size_t>> Trainer::epoch_batches(int64_t epoch, int64_t world_size) const {
   const auto& t = cfg_.train;
-  return make_batches(train_.examples, static_cast<int>(t.batch_size * world_size),
-                      static_cast<int>(t.batch_tokens * world_size), /*shuffle=*/true, t.seed, static_cast<int>(epoch));
+  return make_batches(train_->epoch_examples(t.seed, epoch), train_->src_lengths(), train_->tgt_lengths(),
+                      static_cast<int>(t.batch_size * world_size), static_cast<int>(t.batch_tokens * world_size),
+                      /*shuffle=*/true, t.seed, static_cast<int>(epoch), static_cast<size_t>(cfg_.data.batch_window));
 }
 
 // One update on a global batch. Each rank trains on its slice of it and back-propagates its
@@ -382,7 +407,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
   reseed_other_ranks();
   int64_t global_tokens = 0;
-  for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_.examples[i].tgt.size()) + 1;
+  for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_->tgt_lengths()[i]) + 1;
   replicas_->prepare();  // drops the gradients
   const int R = replicas_->count();
   // Per replica: the smoothed loss (+ auxiliary loss) summed over its tokens, and [that sum, the
@@ -395,7 +420,9 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
     c10::optional<RandomStreamScope> stream;
     if (R > 1) stream.emplace(replica_stream_seed(cfg_.train.seed, dist_->rank(), r, progress_.step));
     auto& model = replicas_->model(r);
-    auto batch = make_batch(train_.examples, slice, device_);
+    std::vector<size_t> order(slice.size());
+    std::iota(order.begin(), order.end(), 0);
+    auto batch = make_batch(train_->gather(slice), order, device_);
     const bool bf16 = cfg_.train.precision == "bf16";
     AutocastScope autocast(bf16);
     auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
@@ -665,6 +692,11 @@ void Trainer::train_loop() {
     }
     const bool ok = update(batches[static_cast<size_t>(progress_.batch_in_epoch)]);
     ++progress_.batch_in_epoch;
+    if (!first_update_done_ && is_main()) {
+      first_update_done_ = true;
+      spdlog::info("[train] first update done {:.1f}s after the start (data, tokenizers, model, checkpoint)",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    }
     if (!ok) {
       ++progress_.skipped_steps;
       if (is_main()) {

@@ -41,63 +41,79 @@ size_t find_invalid_utf8(std::string_view s) {
   return std::string_view::npos;
 }
 
-std::vector<std::string> read_lines(const std::string& file, const LineCheck& check) {
-  const bool from_stdin = file == "-";
-  const std::string path = from_stdin ? "<stdin>" : file;  // as messages name it
-  if (!from_stdin && std::filesystem::is_directory(file)) throw InputError("cannot read '" + path + "': Is a directory");
-  gzFile f = from_stdin ? gzdopen(::dup(STDIN_FILENO), "rb") : gzopen(file.c_str(), "rb");
-  if (!f) throw InputError("cannot read '" + path + "': " + std::strerror(errno ? errno : ENOENT));
+LineReader::LineReader(const std::string& path, const LineCheck& check) : check_(check), buf_(1 << 16) {
+  const bool from_stdin = path == "-";
+  name_ = from_stdin ? "<stdin>" : path;
+  if (!from_stdin && std::filesystem::is_directory(path)) throw InputError("cannot read '" + name_ + "': Is a directory");
+  gzFile f = from_stdin ? gzdopen(::dup(STDIN_FILENO), "rb") : gzopen(path.c_str(), "rb");
+  if (!f) throw InputError("cannot read '" + name_ + "': " + std::strerror(errno ? errno : ENOENT));
   gzbuffer(f, 1 << 17);
-  std::vector<std::string> lines;
-  std::string line;
-  char buf[1 << 16];
-  size_t line_no = 1;
-  auto finish_line = [&](bool final_line) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (auto z = line.find('\0'); z != std::string::npos) {
-      throw InputError("'" + path + "' line " + std::to_string(line_no) + ": NUL byte at byte " + std::to_string(z));
-    }
-    if (auto bad = find_invalid_utf8(line); bad != std::string::npos) {
-      throw InputError("'" + path + "' line " + std::to_string(line_no) + ": invalid UTF-8 at byte " +
-                       std::to_string(bad));
-    }
-    if (!final_line || !line.empty()) lines.push_back(std::move(line));
-    line.clear();
-    ++line_no;
-  };
-  try {
-    for (;;) {
-      const int got = gzread(f, buf, sizeof(buf));
-      if (got < 0) {
-        int err = 0;
-        std::string msg = gzerror(f, &err);
-        throw InputError("cannot read '" + path + "': " + msg + " (truncated or corrupt gzip?)");
-      }
-      if (got == 0) break;
-      const char* p = buf;
-      const char* end = buf + got;
-      while (p < end) {
-        const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-        const char* stop = nl ? nl : end;
-        line.append(p, stop);
-        if (line.size() > check.max_line_bytes) {
-          throw InputError("'" + path + "' line " + std::to_string(line_no) + ": line is longer than " +
-                           std::to_string(check.max_line_bytes) + " bytes");
-        }
-        if (!nl) break;
-        finish_line(false);
-        p = nl + 1;
-      }
-    }
+  file_ = f;
+}
+
+LineReader::~LineReader() {
+  if (file_) gzclose(static_cast<gzFile>(file_));
+}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  auto* f = static_cast<gzFile>(file_);
+  const int got = gzread(f, buf_.data(), static_cast<unsigned>(buf_.size()));
+  if (got < 0) {
+    int err = 0;
+    std::string msg = gzerror(f, &err);
+    throw InputError("cannot read '" + name_ + "': " + msg + " (truncated or corrupt gzip?)");
+  }
+  if (got == 0) {
     int err = 0;
     gzerror(f, &err);
-    if (err != Z_OK && err != Z_BUF_ERROR) throw InputError("cannot read '" + path + "': corrupt gzip stream");
-    finish_line(true);
-  } catch (...) {
-    gzclose(f);
-    throw;
+    if (err != Z_OK && err != Z_BUF_ERROR) throw InputError("cannot read '" + name_ + "': corrupt gzip stream");
+    eof_ = true;
+    return false;
   }
-  gzclose(f);
+  pos_ = 0;
+  end_ = static_cast<size_t>(got);
+  return true;
+}
+
+bool LineReader::next(std::string& line) {
+  line.clear();
+  bool newline = false;
+  for (;;) {
+    if (pos_ == end_ && !fill()) break;
+    const char* p = buf_.data() + pos_;
+    const char* end = buf_.data() + end_;
+    const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+    const char* stop = nl ? nl : end;
+    line.append(p, stop);
+    pos_ = static_cast<size_t>((nl ? nl + 1 : end) - buf_.data());
+    if (line.size() > check_.max_line_bytes) {
+      throw InputError("'" + name_ + "' line " + std::to_string(line_no_ + 1) + ": line is longer than " +
+                       std::to_string(check_.max_line_bytes) + " bytes");
+    }
+    if (nl) {
+      newline = true;
+      break;
+    }
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (!newline && line.empty()) return false;  // the end (a missing final newline is accepted)
+  ++line_no_;
+  if (auto z = line.find('\0'); z != std::string::npos) {
+    throw InputError("'" + name_ + "' line " + std::to_string(line_no_) + ": NUL byte at byte " + std::to_string(z));
+  }
+  if (auto bad = find_invalid_utf8(line); bad != std::string::npos) {
+    throw InputError("'" + name_ + "' line " + std::to_string(line_no_) + ": invalid UTF-8 at byte " +
+                     std::to_string(bad));
+  }
+  return true;
+}
+
+std::vector<std::string> read_lines(const std::string& file, const LineCheck& check) {
+  LineReader reader(file, check);
+  std::vector<std::string> lines;
+  std::string line;
+  while (reader.next(line)) lines.push_back(std::move(line));
   return lines;
 }
 

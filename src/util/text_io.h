@@ -19,6 +19,30 @@ struct LineCheck {
 // yields an empty vector (callers decide whether that is an error).
 std::vector<std::string> read_lines(const std::string& path, const LineCheck& check = {});
 
+// The lines of a file one at a time, checked as read_lines checks them (the same messages):
+// corpora of any size are read in bounded memory.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path, const LineCheck& check = {});
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  // The next line, without its "\n" / "\r\n"; false at the end of the file.
+  bool next(std::string& line);
+  size_t line_number() const { return line_no_; }  // 1-based: the line `next` returned last
+  const std::string& name() const { return name_; }  // as messages name the file
+
+ private:
+  bool fill();  // more bytes into buf_; false at the end of the file
+  std::string name_;
+  LineCheck check_;
+  void* file_ = nullptr;  // gzFile
+  std::vector<char> buf_;
+  size_t pos_ = 0, end_ = 0;
+  size_t line_no_ = 0;
+  bool eof_ = false;
+};
+
 // Index of the first byte that does not belong to well-formed UTF-8, or npos if all is valid.
 size_t find_invalid_utf8(std::string_view text);
 

@@ -323,7 +323,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 86);  // one per field of config.h
+  CHECK(keys.size() == 89);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -838,4 +838,44 @@ TEST_CASE("config: the commented default config shows every key", "[config]") {
     INFO(key);
     CHECK(shown.count(key) == 1);
   }
+}
+
+TEST_CASE("config: data.train as a list of weighted corpora", "[config]") {
+  const std::string yaml =
+      "data:\n  train:\n    - {src: a.de, tgt: a.en, weight: 3}\n    - src: b.de\n      tgt: b.en\n  batch_window: 5000\n";
+  const Config c = parse_config(yaml, "cfg.yaml");
+  CHECK(c.data.train.src == "a.de");
+  CHECK(c.data.train.weight == 3.0);
+  REQUIRE(c.data.more_train.size() == 1);
+  CHECK(c.data.more_train[0].tgt == "b.en");
+  CHECK(c.data.more_train[0].weight == 1.0);
+  CHECK(attnmt::training_corpora(c.data).size() == 2);
+  CHECK(c.data.batch_window == 5000);
+  // Written back as a list, read back the same.
+  const std::string out = attnmt::config_to_yaml(c);
+  INFO(out);
+  CHECK_THAT(out, Contains("train:\n    - {src: \"a.de\", tgt: \"a.en\", weight: 3.0}"));
+  const Config back = parse_config(out, "back.yaml");
+  CHECK(attnmt::config_to_yaml(back) == out);
+  CHECK(back.data.more_train.size() == 1);
+  CHECK(attnmt::config_to_yaml(back, true) == attnmt::config_to_yaml(parse_config(attnmt::config_to_yaml(back, true), "m.yaml"), true));
+  // One corpus keeps the map form; an override may give the list.
+  CHECK_THAT(attnmt::config_to_yaml(Config()), Contains("train:\n    src: \"\"\n    tgt: \"\""));
+  const Config o = parse_config("threads: 1\n", "cfg.yaml", {"data.train=[{src: x.de, tgt: x.en}, {src: y.de, tgt: y.en, weight: 0.5}]"});
+  CHECK(o.data.more_train.at(0).weight == 0.5);
+  CHECK(o.data.train.src == "x.de");
+
+  CHECK_THAT(parse_error("data:\n  train: []\n"), Contains("data.train: the list of corpora is empty"));
+  CHECK_THAT(parse_error("data:\n  train:\n    - {src: a.de}\n"), Equals("'cfg.yaml': data.train item 1: missing tgt (line 3)"));
+  CHECK_THAT(parse_error("data:\n  train:\n    - {src: a.de, tgt: a.en}\n    - {src: b, tgt: c, weight: 0}\n"),
+             Contains("data.train item 2: weight must be a number > 0, got '0' (line 4)"));
+  CHECK_THAT(parse_error("data:\n  train:\n    - {src: a.de, tgt: a.en, wieght: 2}\n"),
+             Contains("data.train item 1: unknown key 'wieght' (a corpus has src, tgt and weight)"));
+  CHECK_THAT(parse_error("data:\n  train:\n    - a.de\n"), Contains("data.train item 1: expected a map {src, tgt, weight}, got 'a.de'"));
+  CHECK_THAT(parse_error("data:\n  train:\n    src: a\n    weight: 2\n"), Contains("unknown key 'data.train.weight'"));
+  CHECK_THAT(parse_error("data:\n  batch_window: -1\n"), Contains("data.batch_window must be >= 0"));
+  CHECK_THAT(parse_error("tokenizer:\n  type: none\n  user_defined_symbols: \"<x>\"\n"),
+             Contains("tokenizer.user_defined_symbols must be empty with tokenizer.type none"));
+  CHECK_THAT(parse_error("tokenizer:\n  user_defined_symbols: \"<x>, <y>\"\n"),
+             Contains("tokenizer.user_defined_symbols must be comma-separated pieces without spaces"));
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <unistd.h>
@@ -78,5 +79,17 @@ TEST_CASE("SentencePiece trains on a seeded sample of tokenizer.input_sentence_s
   CHECK(train("a_again", 200, 1)->same_vocabulary(*a));  // the seed decides the sample
   CHECK_FALSE(a->same_vocabulary(*all));
   CHECK_FALSE(train("b", 200, 2)->same_vocabulary(*a));
+  // Read from the files as streams (what training does): the same lines, the same sample.
+  attnmt::CorpusConfig corpus{(dir / "train.src").string(), (dir / "train.tgt").string(), 1.0};
+  for (const auto& [path, lines] : {std::pair{corpus.src, &text.src}, std::pair{corpus.tgt, &text.tgt}}) {
+    std::ofstream out(path);
+    for (const auto& l : *lines) out << l << "\n";
+  }
+  auto train_files = [&](const std::string& name, int sample, uint64_t seed) {
+    config.input_sentence_size = sample;
+    return attnmt::load_or_train_tokenizers(config, (dir / name).string(), std::vector{corpus}, seed).src;
+  };
+  CHECK(train_files("files_a", 200, 1)->same_vocabulary(*a));
+  CHECK(train_files("files_all", 0, 1)->same_vocabulary(*all));
   fs::remove_all(dir);
 }
