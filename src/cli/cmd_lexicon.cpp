@@ -2,6 +2,7 @@
 // Builds the vocabulary shortlist's lexicon (data/lexicon.h) from the model's training corpus and
 // tokenizer, as its config.yaml names them, and writes SAVE_DIR/lexicon.bin.
 #include <chrono>
+#include <iterator>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -34,8 +35,12 @@ void add_lexicon_command(CLI::App& app, const GlobalOptions& global) {
     const auto config = load_config_file(o->model + "/config.yaml");
     const auto start = std::chrono::steady_clock::now();
     const auto tokenizers = load_or_train_tokenizers(config.tokenizer, o->model, nullptr, config.train.seed);
-    const auto text = read_parallel(config.data.train, "train");
-    const auto data = encode_dataset(text, tokenizers, config.data.max_length);
+    Dataset data;  // every training corpus, as training builds its lexicon
+    for (const auto& corpus : training_corpora(config.data)) {
+      auto part = encode_dataset(read_parallel(corpus, "train"), tokenizers, config.data.max_length);
+      data.examples.insert(data.examples.end(), std::make_move_iterator(part.examples.begin()),
+                           std::make_move_iterator(part.examples.end()));
+    }
     const auto lexicon = train_lexicon(data.examples, tokenizers.src->vocab_size(), tokenizers.tgt->vocab_size(),
                                        o->iterations, o->keep);
     const auto path = lexicon_path(o->model);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "data/batcher.h"
+#include "data/memo_encoder.h"
 #include "util/error.h"
 #include "util/progress.h"
 #include "util/text_io.h"
@@ -159,7 +160,7 @@ struct TokenCorpus::Impl {
   size_t map_size = 0;
   uint32_t id_bytes = 2;
   uint64_t lines = 0;
-  const unsigned char* records = nullptr;
+  uint64_t records_pos = 0, index_pos = 0;  // where the records and the index begin in the file
   const uint64_t* offsets = nullptr;
   const uint32_t* src_lengths = nullptr;
 
@@ -222,7 +223,8 @@ std::string TokenCorpus::Impl::try_map(const std::string& key) {
   const auto* base = static_cast<const unsigned char*>(map);
   id_bytes = footer.id_bytes;
   lines = footer.lines;
-  records = base + footer.records_pos;
+  records_pos = footer.records_pos;
+  index_pos = footer.index_pos;
   offsets = reinterpret_cast<const uint64_t*>(base + footer.index_pos);
   src_lengths = reinterpret_cast<const uint32_t*>(base + footer.index_pos + 8 * (lines + 1));
   if (footer.records_pos + offsets[lines] * id_bytes > footer.index_pos) {
@@ -259,6 +261,14 @@ void TokenCorpus::Impl::build(const CorpusConfig& corpus, const Tokenizers& toke
   std::vector<std::vector<int>> src_ids(kBlockLines), tgt_ids(kBlockLines);
   std::vector<unsigned char> bytes;
   Progress progress("[data] tokenizing " + what, "lines", 0);
+  // One memo per thread and side (MemoEncoder): used once the first block shows it gives the
+  // tokenizer's own ids.
+  std::vector<MemoEncoder> src_memo, tgt_memo;
+  for (size_t w = 0; w < workers; ++w) {
+    src_memo.emplace_back(*tokenizers.src);
+    tgt_memo.emplace_back(*tokenizers.tgt);
+  }
+  bool memo = true, memo_checked = false;
   for (;;) {
     size_t n = 0;
     for (; n < kBlockLines; ++n) {
@@ -273,31 +283,37 @@ void TokenCorpus::Impl::build(const CorpusConfig& corpus, const Tokenizers& toke
       if (!has_src) break;
     }
     if (n == 0) break;
-    // Contiguous slices of the block, one per thread.
-    std::vector<std::exception_ptr> errors(workers);
-    auto encode = [&](size_t w) {
+    if (!memo_checked) {
+      memo_checked = true;
+      const std::vector<std::string> src_first(src_lines.begin(), src_lines.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(n, 2000)));
+      const std::vector<std::string> tgt_first(tgt_lines.begin(), tgt_lines.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(n, 2000)));
+      memo = MemoEncoder(*tokenizers.src).agrees_on(src_first) && MemoEncoder(*tokenizers.tgt).agrees_on(tgt_first);
+      if (!memo) spdlog::warn("[data] {}: the tokenizer's pieces span spaces: tokenizing line by line (slower)", what);
+    }
+    // Contiguous slices of the block, one per thread (a short block on this one).
+    const size_t used = n >= 64 ? workers : 1;
+    std::vector<std::exception_ptr> errors(used);
+    auto encode_slice = [&](size_t w) {
       try {
-        for (size_t i = n * w / workers; i < n * (w + 1) / workers; ++i) {
-          src_ids[i] = tokenizers.src->encode(src_lines[i]);
-          tgt_ids[i] = tokenizers.tgt->encode(tgt_lines[i]);
+        for (size_t i = n * w / used; i < n * (w + 1) / used; ++i) {
+          if (memo) {
+            src_memo[w].encode(src_lines[i], src_ids[i]);
+            tgt_memo[w].encode(tgt_lines[i], tgt_ids[i]);
+          } else {
+            src_ids[i] = tokenizers.src->encode(src_lines[i]);
+            tgt_ids[i] = tokenizers.tgt->encode(tgt_lines[i]);
+          }
         }
       } catch (...) {
         errors[w] = std::current_exception();
       }
     };
     std::vector<std::thread> pool;
-    for (size_t w = 1; w < workers && n >= 64; ++w) pool.emplace_back(encode, w);
-    if (pool.empty()) {
-      for (size_t i = 0; i < n; ++i) {
-        src_ids[i] = tokenizers.src->encode(src_lines[i]);
-        tgt_ids[i] = tokenizers.tgt->encode(tgt_lines[i]);
-      }
-    } else {
-      encode(0);
-      for (auto& t : pool) t.join();
-      for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
-    }
+    for (size_t w = 1; w < used; ++w) pool.emplace_back(encode_slice, w);
+    encode_slice(0);
+    for (auto& t : pool) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
     bytes.clear();
     for (size_t i = 0; i < n; ++i) {
       for (const auto* ids : {&src_ids[i], &tgt_ids[i]}) {
@@ -412,28 +428,48 @@ uint32_t TokenCorpus::tgt_length(size_t line) const {
 const std::string& TokenCorpus::path() const { return impl_->path; }
 bool TokenCorpus::built() const { return impl_->built; }
 
+// Read with pread, not through the mapping: batches pick lines all over the file, and each fault
+// on a mapped file maps the pages around it too (fault-around), which filled hundreds of MB of
+// resident memory within a few hundred updates; pread copies what is asked from the page cache.
 void TokenCorpus::fetch(size_t line, Example& out) const {
   const Impl& m = *impl_;
-  const uint64_t begin = m.offsets[line];
-  const uint32_t src_len = m.src_lengths[line];
-  const uint32_t tgt_len = static_cast<uint32_t>(m.offsets[line + 1] - begin) - src_len;
-  out.src.resize(src_len);
-  out.tgt.resize(tgt_len);
-  out.line = line;
-  auto copy = [&](uint64_t at, std::vector<int>& ids) {
-    if (m.id_bytes == 2) {
-      const unsigned char* p = m.records + at * 2;
-      for (size_t i = 0; i < ids.size(); ++i) {
-        uint16_t v;
-        std::memcpy(&v, p + 2 * i, 2);
-        ids[i] = v;
-      }
-    } else {
-      std::memcpy(ids.data(), m.records + at * 4, ids.size() * 4);
+  auto read = [&](void* to, size_t bytes, uint64_t at) {
+    auto* p = static_cast<char*>(to);
+    while (bytes > 0) {
+      const ssize_t got = ::pread(m.fd, p, bytes, static_cast<off_t>(at));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) throw RuntimeError("cannot read the token cache '" + m.path + "': " + (got < 0 ? std::strerror(errno) : "truncated"));
+      p += got;
+      at += static_cast<uint64_t>(got);
+      bytes -= static_cast<size_t>(got);
     }
   };
-  copy(begin, out.src);
-  copy(begin + src_len, out.tgt);
+  uint64_t range[2];
+  uint32_t src_len = 0;
+  read(range, sizeof(range), m.index_pos + 8 * line);
+  read(&src_len, sizeof(src_len), m.index_pos + 8 * (m.lines + 1) + 4 * line);
+  if (range[1] < range[0] || range[1] - range[0] < src_len || m.records_pos + range[1] * m.id_bytes > m.index_pos) {
+    throw RuntimeError("the token cache '" + m.path + "' is damaged at line " + std::to_string(line + 1) +
+                       " (remove it: the next run rebuilds it)");
+  }
+  const size_t count = static_cast<size_t>(range[1] - range[0]);
+  out.src.resize(src_len);
+  out.tgt.resize(count - src_len);
+  out.line = line;
+  thread_local std::vector<unsigned char> bytes;
+  bytes.resize(count * m.id_bytes);
+  read(bytes.data(), bytes.size(), m.records_pos + range[0] * m.id_bytes);
+  for (size_t i = 0; i < count; ++i) {
+    int id;
+    if (m.id_bytes == 2) {
+      uint16_t v;
+      std::memcpy(&v, bytes.data() + 2 * i, 2);
+      id = v;
+    } else {
+      std::memcpy(&id, bytes.data() + 4 * i, 4);
+    }
+    (i < src_len ? out.src[i] : out.tgt[i - src_len]) = id;
+  }
 }
 
 void TokenCorpus::release_pages() const {

@@ -1,6 +1,7 @@
 // A training corpus as token ids in one binary file: the first run tokenizes the text (on every
 // thread, reading it in blocks, so memory does not grow with the corpus) and writes the file;
-// later runs, resumes and the other ranks of a distributed run memory-map it and read no text.
+// later runs, resumes and the other ranks of a distributed run memory-map its index, read each
+// batch's ids from it with pread, and read no text.
 //
 // The file is rebuilt when its key no longer matches: the two text files (path, size,
 // modification time, a hash of their first megabyte) and the vocabularies of the tokenizers.
@@ -38,12 +39,13 @@ class TokenCorpus {
   size_t lines() const;  // every line of the text, empty and long ones included
   uint32_t src_length(size_t line) const;
   uint32_t tgt_length(size_t line) const;
-  // The line's ids (no bos/eos), into `out` (out.line = line).
+  // The line's ids (no bos/eos), into `out` (out.line = line). Thread-safe; RuntimeError if the
+  // file cannot be read.
   void fetch(size_t line, Example& out) const;
   const std::string& path() const;
   bool built() const;  // whether open() tokenized the text (false: it mapped an existing cache)
-  // Drops the mapping's pages from this process (the kernel's page cache keeps them): called as
-  // training walks the corpus, so resident memory stays bounded whatever the corpus size.
+  // Drops the mapping's pages from this process (the kernel's page cache keeps them): called while
+  // the lengths are read, so resident memory stays bounded whatever the corpus size.
   void release_pages() const;
 
  private:

@@ -16,6 +16,7 @@
 #include "data/spm_backend.h"
 #include "data/word_vocab.h"
 #include "util/error.h"
+#include "util/host_tuning.h"
 #include "util/process.h"
 #include "util/progress.h"
 #include "util/logging.h"
@@ -307,17 +308,20 @@ Tokenizers load_or_train(const TokenizerConfig& config, const std::string& save_
                               " on " + group_thousands(static_cast<int64_t>(all.size())) + " lines");
       Tokenizer::train(all, temp, config, seed);
     }
+    const size_t trained_on = all.size();
+    std::vector<std::string>().swap(all);
+    release_free_memory();  // what SentencePiece's trainer held should not stay under what follows
     fs::rename(temp + ".vocab", path(prefix + ".vocab"), ec);
     fs::rename(temp + ".model", model, ec);
     if (ec) throw RuntimeError("cannot write '" + model + "': " + ec.message());
     auto tok = std::make_shared<Tokenizer>(model);
     const auto kind = config.type == "none" ? std::string("word vocabulary (tokenizer.type none)")
                                             : "SentencePiece " + config.model_type + " model";
-    const std::string sampled = all.size() < lines_total ? " (a sample of the " + group_thousands(static_cast<int64_t>(lines_total)) +
+    const std::string sampled = trained_on < lines_total ? " (a sample of the " + group_thousands(static_cast<int64_t>(lines_total)) +
                                                                ", tokenizer.input_sentence_size)"
                                                          : "";
     spdlog::info("[data] trained {}, {} pieces, on {} lines{} in {:.1f}s -> {}", kind,
-                 tok->vocab_size(), all.size(), sampled,
+                 tok->vocab_size(), trained_on, sampled,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), model);
     return tok;
   };

@@ -9,16 +9,12 @@
 
 namespace attnmt {
 
-namespace {
-// Pairs read between two drops of the mapped pages: a few hundred MB resident at most.
-constexpr size_t kReleaseEvery = 1 << 16;
-}  // namespace
-
 TrainData::TrainData(std::vector<TrainCorpus> corpora, int max_length) : corpora_(std::move(corpora)) {
   first_.push_back(0);
   for (const auto& c : corpora_) {
     size_t empty = 0, long_ = 0;
     for (size_t line = 0; line < c.ids.lines(); ++line) {
+      if (line % (1 << 20) == 0) c.ids.release_pages();  // the index is read once: keep little of it resident
       const uint32_t s = c.ids.src_length(line), t = c.ids.tgt_length(line);
       if (s == 0 || t == 0) {
         ++empty;
@@ -89,10 +85,6 @@ std::vector<Example> TrainData::gather(const std::vector<size_t>& ids) const {
     const size_t i = ids[k];
     const size_t c = static_cast<size_t>(std::upper_bound(first_.begin(), first_.end(), i) - first_.begin()) - 1;
     corpora_[c].ids.fetch(line_[i], out[k]);
-  }
-  if (read_since_release_.fetch_add(ids.size()) + ids.size() >= kReleaseEvery) {
-    read_since_release_ = 0;
-    for (const auto& c : corpora_) c.ids.release_pages();
   }
   return out;
 }

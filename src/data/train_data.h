@@ -3,7 +3,6 @@
 // draws from each corpus when there are several. Only the lengths and line numbers of the kept
 // pairs live in memory; their ids are read from the mapped caches batch by batch.
 #pragma once
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,8 +40,7 @@ class TrainData {
   // repeated, a large one with a small weight is spread over epochs); a pure function of
   // (seed, epoch), as --resume needs.
   std::vector<size_t> epoch_examples(uint64_t seed, int64_t epoch) const;
-  // The examples, their ids read from the caches. Thread-safe. Every so many pairs read, the
-  // mappings' pages are dropped from the process (resident memory stays bounded).
+  // The examples, their ids read from the caches. Thread-safe.
   std::vector<Example> gather(const std::vector<size_t>& ids) const;
 
  private:
@@ -51,7 +49,6 @@ class TrainData {
   std::vector<size_t> skipped_empty_, skipped_long_, quota_;
   std::vector<uint32_t> line_;  // the corpus line of each kept example
   std::vector<uint32_t> src_len_, tgt_len_;
-  mutable std::atomic<size_t> read_since_release_{0};
 };
 
 }  // namespace attnmt

@@ -191,6 +191,7 @@ class Trainer {
   std::unique_ptr<StopSignals> stop_signals_;  // SIGINT / SIGTERM during train_loop (util/signals.h)
   Tokenizers tokenizers_;
   std::unique_ptr<TrainData> train_;
+  std::vector<std::vector<size_t>> start_batches_;  // the current epoch's, made once for the log and train_loop
   Dataset valid_;
   ParallelText valid_text_;
   std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
@@ -667,7 +668,8 @@ void Trainer::train_loop() {
     window_allreduce_start_ = dist_->gradient_seconds();
   };
   constexpr int64_t kMaxNonFiniteInRow = 10;
-  auto batches = epoch_batches(progress_.epoch, dist_->world_size());
+  auto batches = start_batches_.empty() ? epoch_batches(progress_.epoch, dist_->world_size()) : std::move(start_batches_);
+  start_batches_.clear();
   std::optional<Progress> bar;  // rank 0's progress line on a terminal
   if (is_main()) {
     bar.emplace("[train]", "step", step_budget(static_cast<int64_t>(batches.size())));
@@ -787,7 +789,8 @@ void Trainer::run() {
   restore_or_start();
   const int replicas = resolve_workers(cfg_.train.replicas, device_.is_cpu());
   replicas_ = std::make_unique<Replicas>(model_, cfg_.model, replicas, torch::get_num_threads() / replicas);
-  const auto batches_per_epoch = epoch_batches(0, dist_->world_size()).size();
+  start_batches_ = epoch_batches(progress_.epoch, dist_->world_size());  // train_loop starts with them
+  const auto batches_per_epoch = start_batches_.size();
   spdlog::info("[train] {} threads ({}, {}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
                gemm_description(), blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
                dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),

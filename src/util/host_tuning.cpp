@@ -20,6 +20,7 @@
 // (linked into the program, CMake option ATTNMT_TCMALLOC, or LD_PRELOAD-ed), without making the
 // libraries depend on it.
 extern "C" const char* tc_version(int* major, int* minor, const char** patch) __attribute__((weak));
+extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
 
 namespace attnmt {
 
@@ -117,6 +118,14 @@ void tune_process() { choose_openblas_kernels(); }
 
 void share_one_malloc_arena() {
   if (!malloc_left_alone()) mallopt(M_ARENA_MAX, 1);
+}
+
+void release_free_memory() {
+  if (MallocExtension_ReleaseFreeMemory != nullptr) {
+    MallocExtension_ReleaseFreeMemory();
+  } else if (!tcmalloc_in_use()) {
+    malloc_trim(0);
+  }
 }
 
 void finish_process(int code) {

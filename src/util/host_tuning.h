@@ -38,6 +38,11 @@ void tune_malloc_at_start(int argc, char** argv, char** envp);
 // ATTNMT_MALLOC=system.
 void share_one_malloc_arena();
 
+// Gives the heap's free memory back to the system (tcmalloc's or glibc's), after a phase that
+// allocated much and freed it all (SentencePiece's training), so that the next phase's memory does
+// not come on top of it.
+void release_free_memory();
+
 // Ends the process with exit code `code` once main()'s work is done: flushes stdout, stderr, the
 // C++ streams and the log, then _Exit. A normal exit runs every static destructor, and LibTorch's
 // deregister its thousands of operators one by one: a noticeable part of a one-sentence

@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "data/batcher.h"
+#include "data/memo_encoder.h"
 #include "data/token_cache.h"
 #include "data/tokenizer.h"
 #include "data/train_data.h"
 #include "util/error.h"
+#include "util/text_io.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -261,6 +263,59 @@ TEST_CASE("make_batches with a window: batches are cut within windows, every exa
     for (size_t k = 1; k < b.size(); ++k) CHECK(src[b[k - 1]] <= src[b[k]]);  // sorted within its window
   }
   CHECK(partial <= 10);  // at most one short batch per window of 100
+  // Unshuffled, the batches hold the ids in std::stable_sort's order by (src, tgt) length.
+  std::vector<size_t> sorted(order);
+  std::stable_sort(sorted.begin(), sorted.end(), [&](size_t a, size_t b) {
+    return src[a] != src[b] ? src[a] < src[b] : tgt[a] < tgt[b];
+  });
+  std::vector<size_t> flat;
+  for (const auto& b : attnmt::make_batches(order, src, tgt, 16, 0, false, 3, 1, 0)) flat.insert(flat.end(), b.begin(), b.end());
+  CHECK(flat == sorted);
+  std::vector<size_t> reversed(order.rbegin(), order.rend());  // ties keep the given order
+  std::stable_sort(reversed.begin(), reversed.end(), [&](size_t a, size_t b) {
+    return src[a] != src[b] ? src[a] < src[b] : tgt[a] < tgt[b];
+  });
+  flat.clear();
+  for (const auto& b : attnmt::make_batches(std::vector<size_t>(order.rbegin(), order.rend()), src, tgt, 16, 0, false, 3, 1, 0))
+    flat.insert(flat.end(), b.begin(), b.end());
+  CHECK(flat == reversed);
   std::sort(seen.begin(), seen.end());
   CHECK(seen == order);
+}
+
+TEST_CASE("MemoEncoder gives Tokenizer::encode's ids (SentencePiece bpe and unigram, words)", "[data][cache]") {
+  const auto dir = fs::temp_directory_path() / ("attnmt_memo_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string data = std::string(ATTNMT_SOURCE_DIR) + "/data/multi30k/";
+  auto lines = attnmt::read_lines(data + "train.de.gz");
+  const auto en = attnmt::read_lines(data + "train.en.gz");
+  lines.insert(lines.end(), en.begin(), en.end());
+  // Whitespace and characters that normalisation changes: tabs, runs of spaces, no-break and
+  // ideographic spaces, leading and trailing spaces, compatibility forms, combining marks.
+  const std::vector<std::string> odd = {"  zwei  Hunde\tspielen ", "ein\xC2\xA0Mann\xE3\x80\x80im Park", "\xEF\xBC\xA1\xEF\xBC\xA2 \xEF\xAC\x81sh",
+                                        "Cafe\xCC\x81 Caf\xC3\xA9", " ", "", "\t", "x  \t  y", "<x> a<x>b"};
+  lines.insert(lines.end(), odd.begin(), odd.end());
+  for (const char* model_type : {"bpe", "unigram"}) {
+    attnmt::TokenizerConfig config;
+    config.model_type = model_type;
+    config.vocab_size = 2000;
+    config.user_defined_symbols = "<x>";
+    const std::vector<std::string> sample(lines.begin(), lines.begin() + 8000);
+    const auto prefix = (dir / model_type).string();
+    Tokenizer::train(sample, prefix, config, 1);
+    const Tokenizer tok(prefix + ".model");
+    attnmt::MemoEncoder memo(tok);
+    std::vector<int> ids;
+    size_t differ = 0;
+    for (const auto& line : lines) {
+      memo.encode(line, ids);
+      if (ids != tok.encode(line)) {
+        ++differ;
+        UNSCOPED_INFO(model_type << ": '" << line << "'");
+      }
+    }
+    CHECK(differ == 0);
+    CHECK(memo.agrees_on(odd));
+  }
+  fs::remove_all(dir);
 }

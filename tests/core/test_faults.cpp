@@ -53,6 +53,50 @@ TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "
   fs::remove_all(dir);
 }
 
+TEST_CASE("resume is exact with weighted corpora and batch windows, and maps the token cache", "[reliability][e2e]") {
+  auto dir = temp_dir("exact_resume_corpora");
+  // A second corpus (10 of the 30 pairs) with twice the weight; batches sorted in windows of 12.
+  const std::string data = ATTNMT_TEST_DATA_DIR;
+  const auto de = attnmt::read_lines(data + "/tiny.de"), en = attnmt::read_lines(data + "/tiny.en");
+  std::string small_de, small_en;
+  for (size_t i = 0; i < 10; ++i) {
+    small_de += de[i] + "\n";
+    small_en += en[i] + "\n";
+  }
+  write(dir / "small.de", small_de);
+  write(dir / "small.en", small_en);
+  std::string config = tiny_config(dir / "straight", 21);
+  const std::string one = "  train: {src: " + data + "/tiny.de, tgt: " + data + "/tiny.en}\n";
+  REQUIRE(config.find(one) != std::string::npos);
+  config.replace(config.find(one), one.size(),
+                 "  train:\n    - {src: " + data + "/tiny.de, tgt: " + data + "/tiny.en}\n    - {src: " +
+                     (dir / "small.de").string() + ", tgt: " + (dir / "small.en").string() +
+                     ", weight: 2}\n  batch_window: 12\n");
+  write(dir / "c.yaml", config);
+  const std::string cfg = (dir / "c.yaml").string() +
+                          " --set train.batch_size=8 --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3";
+  auto straight = run("train " + cfg);
+  INFO(straight.output);
+  REQUIRE(straight.status == 0);
+  // 40 pairs an epoch: a third from the 30-pair corpus, two thirds from the 10-pair one.
+  CHECK(straight.output.find("weight 1 -> 13 pairs per epoch") != std::string::npos);
+  CHECK(straight.output.find("weight 2 -> 27 pairs per epoch (2.70 passes") != std::string::npos);
+  CHECK(straight.output.find("tokenizing") != std::string::npos);
+  auto first = run("train " + cfg + " --set train.max_steps=14 --set train.save_dir=" + (dir / "resumed").string());
+  REQUIRE(first.status == 0);
+  auto second = run("train " + cfg + " --resume --set train.save_dir=" + (dir / "resumed").string());
+  INFO(second.output);
+  REQUIRE(second.status == 0);
+  // The resumed run reads no text: both corpora come from their caches.
+  CHECK(second.output.find("tokenizing") == std::string::npos);
+  CHECK(second.output.find("counted") == std::string::npos);
+  size_t mapped = 0;
+  for (size_t at = 0; (at = second.output.find("from the token cache", at)) != std::string::npos; ++at) ++mapped;
+  CHECK(mapped == 2);
+  check_same_tensors(dir / "straight" / "ckpt.21.pt", dir / "resumed" / "ckpt.21.pt");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("resume is exact from a stop between validations, with the plateau schedule on", "[reliability][e2e]") {
   // The end-of-run validation at a stop between scheduled ones (here at 35, validations every 10)
   // must not count toward the plateau schedule: with lr_patience 1 it would halve the learning rate
