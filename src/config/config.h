@@ -47,12 +47,21 @@ struct TokenizerConfig {
   std::string user_defined_symbols;    // SentencePiece --user_defined_symbols: pieces kept whole, comma-separated
 };
 
+// Multi-head self-attention blocks over the encoder RNN's states (RNMT+-style hybrids):
+// x <- LayerNorm(x + Dropout(MultiHead(x, x, x))), keys masked to each sentence's real tokens.
+struct SelfAttentionConfig {
+  int layers = 0;        // blocks (0 = none: the RNN encoder alone)
+  int heads = 4;         // heads per block (the encoder's output size must divide by it)
+  double dropout = 0.1;  // on each block's attention output, before the residual sum
+};
+
 struct EncoderConfig {
   std::string rnn = "lstm";   // lstm | gru
   bool bidirectional = true;  // forward and backward states are concatenated
   int layers = 2;
   int hidden_size = 256;      // per direction
   double dropout = 0.3;       // between layers and on the encoder output
+  SelfAttentionConfig self_attention;
 };
 
 struct DecoderConfig {
@@ -62,6 +71,9 @@ struct DecoderConfig {
   int hidden_size = 256;
   bool input_feeding = true;    // luong style: feed the previous attentional state h~ to the RNN
   double dropout = 0.3;
+  // intra-decoder attention over the decoder's own previous states (Paulus et al. 2017, 2.2), its
+  // context joining the attentional hidden's input
+  bool self_attention = false;
 };
 
 struct AttentionConfig {

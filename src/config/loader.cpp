@@ -69,12 +69,16 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.encoder.layers),
     ATTNMT_FIELD(model.encoder.hidden_size),
     ATTNMT_FIELD(model.encoder.dropout),
+    ATTNMT_FIELD(model.encoder.self_attention.layers),
+    ATTNMT_FIELD(model.encoder.self_attention.heads),
+    ATTNMT_FIELD(model.encoder.self_attention.dropout),
     ATTNMT_FIELD(model.decoder.rnn),
     ATTNMT_FIELD(model.decoder.style),
     ATTNMT_FIELD(model.decoder.layers),
     ATTNMT_FIELD(model.decoder.hidden_size),
     ATTNMT_FIELD(model.decoder.input_feeding),
     ATTNMT_FIELD(model.decoder.dropout),
+    ATTNMT_FIELD(model.decoder.self_attention),
     ATTNMT_FIELD(model.attention.type),
     ATTNMT_FIELD(model.attention.hidden_size),
     ATTNMT_FIELD(model.attention.window),
@@ -783,6 +787,15 @@ void validate_config(const Config& c) {
   check_int(m.encoder.hidden_size > 0, "model.encoder.hidden_size", "> 0", m.encoder.hidden_size);
   check_double(m.encoder.dropout >= 0 && m.encoder.dropout < 1, "model.encoder.dropout",
                "in [0, 1)", m.encoder.dropout);
+  const SelfAttentionConfig& sa = m.encoder.self_attention;
+  check_int(sa.layers >= 0, "model.encoder.self_attention.layers", ">= 0 (0 = none)", sa.layers);
+  check_int(sa.heads >= 1, "model.encoder.self_attention.heads", ">= 1", sa.heads);
+  check_double(sa.dropout >= 0 && sa.dropout < 1, "model.encoder.self_attention.dropout", "in [0, 1)", sa.dropout);
+  if (const int out = m.encoder.hidden_size * (m.encoder.bidirectional ? 2 : 1); sa.layers > 0 && out % sa.heads != 0) {
+    invalid("model.encoder.self_attention.heads",
+            "a divisor of the encoder's output size " + std::to_string(out) + " (hidden_size x directions)",
+            std::to_string(sa.heads));
+  }
   check_one_of(m.decoder.rnn, "model.decoder.rnn", {"lstm", "gru"});
   check_one_of(m.decoder.style, "model.decoder.style", {"luong", "bahdanau"});
   check_int(m.decoder.layers > 0, "model.decoder.layers", "> 0", m.decoder.layers);

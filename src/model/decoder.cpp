@@ -13,6 +13,8 @@ DecoderStepState DecoderStepState::index_select(const torch::Tensor& index) cons
   for (const auto& c : rnn.c) out.rnn.c.push_back(c.index_select(0, index));
   if (feed.defined()) out.feed = feed.index_select(0, index);
   out.attention = attention.index_select(index);
+  if (past_keys.defined()) out.past_keys = past_keys.index_select(0, index);
+  if (past_states.defined()) out.past_states = past_states.index_select(0, index);
   return out;
 }
 
@@ -31,8 +33,24 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
   if (rnn_->is_lstm()) {
     bridge_c_ = register_module("bridge_c", torch::nn::Linear(final_size, dec.layers * H));
   }
-  const int64_t combine_in = luong_ ? ctx + H : H + ctx + E;
+  const int64_t intra = dec.self_attention ? H : 0;
+  const int64_t combine_in = (luong_ ? ctx + H : H + ctx + E) + intra;
   combine_ = register_module("combine", torch::nn::Linear(torch::nn::LinearOptions(combine_in, H).bias(false)));
+  if (dec.self_attention) intra_ = register_module("intra", torch::nn::Linear(torch::nn::LinearOptions(H, H).bias(false)));
+}
+
+torch::Tensor DecoderImpl::intra_context(const torch::Tensor& s, DecoderStepState& state) {
+  torch::Tensor context;
+  if (!state.past_states.defined()) {
+    context = torch::zeros_like(s);  // nothing to attend to at the first step
+  } else {
+    auto e = torch::bmm(state.past_keys, s.unsqueeze(2)).squeeze(2);                  // [N, t]
+    context = torch::bmm(torch::softmax(e, 1).unsqueeze(1), state.past_states).squeeze(1);  // [N, H]
+  }
+  auto key = intra_(s).unsqueeze(1);
+  state.past_keys = state.past_keys.defined() ? torch::cat({state.past_keys, key}, 1) : key;
+  state.past_states = state.past_states.defined() ? torch::cat({state.past_states, s.unsqueeze(1)}, 1) : s.unsqueeze(1);
+  return context;
 }
 
 DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const AttentionMemory& memory) {
@@ -67,15 +85,17 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tenso
     auto s = rnn_->step(gates_t, state.feed, state.rnn, products.rnn);  // s_t [N, H]
     auto att = attention_->forward(s, memory, state.attention, t);
     state.attention = std::move(att.state);
-    out = stream_dropout(torch::tanh(combine(torch::cat({att.context, s}, 1))), config_.decoder.dropout, is_training());  // h~_t
+    auto input = intra_ ? torch::cat({att.context, intra_context(s, state), s}, 1) : torch::cat({att.context, s}, 1);
+    out = stream_dropout(torch::tanh(combine(input)), config_.decoder.dropout, is_training());  // h~_t
     if (state.feed.defined()) state.feed = out;
     if (weights) *weights = att.weights;
   } else {
     auto att = attention_->forward(state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}
     state.attention = std::move(att.state);
     auto s = rnn_->step(gates_t, att.context, state.rnn, products.rnn);
-    out = stream_dropout(torch::tanh(combine(torch::cat({s, att.context, embedded_t}, 1))), config_.decoder.dropout,
-                         is_training());
+    auto input = intra_ ? torch::cat({s, att.context, intra_context(s, state), embedded_t}, 1)
+                        : torch::cat({s, att.context, embedded_t}, 1);
+    out = stream_dropout(torch::tanh(combine(input)), config_.decoder.dropout, is_training());
     if (weights) *weights = att.weights;
   }
   return out;

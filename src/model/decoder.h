@@ -5,6 +5,9 @@
 //           s_t = RNN(s_{t-1}, [E y_{t-1}; c_t]), h~_t = tanh(W_o [s_t; c_t; E y_{t-1}]).
 // Both return the "attentional hidden" h~_t [N, H] that the output layer turns into logits.
 // The initial state comes from the encoder's final state through a tanh bridge.
+// model.decoder.self_attention adds intra-decoder attention (Paulus et al. 2017, 2.2): the RNN
+// output s_t attends over s_1..s_{t-1}, e_{t,t'} = s_t . W_d s_t', and that context c^d_t (0 at
+// the first step) joins the input of the layer that makes h~_t.
 #pragma once
 #include <torch/torch.h>
 
@@ -21,6 +24,9 @@ struct DecoderStepState {
   RnnState rnn;
   torch::Tensor feed;  // [N, H] h~_{t-1} (luong with input feeding), else undefined
   AttentionState attention;
+  // model.decoder.self_attention: W_d s_t' and s_t' of the steps so far [N, t, H] (undefined
+  // before the first step)
+  torch::Tensor past_keys, past_states;
 
   DecoderStepState index_select(const torch::Tensor& index) const;
 };
@@ -60,6 +66,9 @@ class DecoderImpl : public torch::nn::Module {
   std::shared_ptr<Attention> attention_;
   torch::nn::Linear bridge_h_{nullptr}, bridge_c_{nullptr};
   torch::nn::Linear combine_{nullptr};  // luong: W_c; bahdanau: W_o (no bias, as in the papers)
+  torch::nn::Linear intra_{nullptr};    // W_d of the decoder self-attention (none without it)
+  // c^d_t for the RNN output s [N, H]; s then joins the state's history.
+  torch::Tensor intra_context(const torch::Tensor& s, DecoderStepState& state);
 };
 TORCH_MODULE(Decoder);
 

@@ -2,6 +2,8 @@
 #include "runtime/lstm_cell.h"
 #include "runtime/random.h"
 
+#include <cmath>
+#include <limits>
 #include <tuple>
 
 namespace attnmt {
@@ -24,6 +26,28 @@ EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size)
       }
     }
   }
+  // Registered after the RNN, and only when there are blocks: a model without them has the
+  // parameters (and draws the random numbers) it always had.
+  for (int64_t l = 0; l < config.self_attention.layers; ++l) {
+    const auto n = std::to_string(l);
+    sa_qkv_.push_back(register_module("self_attn_qkv_" + n, torch::nn::Linear(output_size_, 3 * output_size_)));
+    sa_out_.push_back(register_module("self_attn_out_" + n, torch::nn::Linear(output_size_, output_size_)));
+    sa_norm_.push_back(register_module("self_attn_norm_" + n,
+                                       torch::nn::LayerNorm(torch::nn::LayerNormOptions({output_size_}))));
+  }
+}
+
+torch::Tensor EncoderImpl::self_attention(size_t l, const torch::Tensor& x, const torch::Tensor& mask) {
+  // Scaled dot-product attention per head (docs/attention.md, "Encoder self-attention"): every
+  // position attends to the sentence's real positions only (padding keys get exactly zero).
+  const int64_t B = x.size(0), S = x.size(1), D = x.size(2), H = config_.self_attention.heads, d = D / H;
+  auto qkv = sa_qkv_[l](x).view({B, S, 3, H, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, S, d]
+  auto scores = torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(d));  // [B, H, S, S]
+  scores = scores.masked_fill(mask.logical_not().view({B, 1, 1, S}), -std::numeric_limits<double>::infinity());
+  auto weights = torch::softmax(scores, -1);
+  auto heads = torch::matmul(weights, qkv[2]).transpose(1, 2).reshape({B, S, D});  // [B, S, D]
+  auto y = stream_dropout(sa_out_[l](heads), config_.self_attention.dropout, is_training());
+  return sa_norm_[l](x + y);
 }
 
 EncoderProducts EncoderImpl::products(ExecutionMode mode) const {
@@ -95,6 +119,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
     }
     x = stream_dropout(x, config_.dropout, is_training());  // between layers and on the output
   }
+  for (size_t l = 0; l < sa_qkv_.size(); ++l) x = self_attention(l, x, out.mask);
   out.states = x;
   out.final_h = bi ? torch::cat({final_fwd, final_bwd}, 1) : final_fwd;
   return out;

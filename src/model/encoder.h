@@ -1,4 +1,5 @@
-// The source encoder: embeddings -> (bi)directional, stacked LSTM/GRU -> encoder states h_1..h_S.
+// The source encoder: embeddings -> (bi)directional, stacked LSTM/GRU -> encoder states h_1..h_S,
+// then model.encoder.self_attention's multi-head self-attention blocks over them, when set.
 // Padding never reaches a real position: the forward direction runs left to right (padding comes
 // after every real token), and the backward direction runs over each sentence reversed within its
 // own length. This avoids packed sequences, whose CPU backward costs a full-size copy per time step.
@@ -41,10 +42,15 @@ class EncoderImpl : public torch::nn::Module {
 
  private:
   torch::Tensor run(size_t index, const torch::Tensor& input, const EncoderProducts& products);  // one layer, one direction
+  // model.encoder.self_attention's block `l` over states x [B, S, D], keys masked by mask [B, S].
+  torch::Tensor self_attention(size_t l, const torch::Tensor& x, const torch::Tensor& mask);
   EncoderConfig config_;
   int64_t output_size_;
   std::vector<torch::nn::LSTM> lstm_;  // [layer * directions + direction]
   std::vector<torch::nn::GRU> gru_;
+  // self-attention blocks: the q/k/v projections in one, the output projection, the layer norm
+  std::vector<torch::nn::Linear> sa_qkv_, sa_out_;
+  std::vector<torch::nn::LayerNorm> sa_norm_;
 };
 TORCH_MODULE(Encoder);
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "config/loader.h"
@@ -323,7 +324,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 89);  // one per field of config.h
+  CHECK(keys.size() == 93);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -828,8 +829,13 @@ TEST_CASE("config: the commented default config shows every key", "[config]") {
     value = value.substr(0, value.find(" #"));
     if (value.find_first_not_of(' ') == std::string::npos) {
       open.emplace_back(indent, name);
-    } else if (value.find('{') != std::string::npos) {
-      for (const char* leaf : {"src", "tgt"}) shown.insert(path + name + "." + leaf);
+    } else if (const size_t brace = value.find('{'); brace != std::string::npos) {
+      // a flow map: its keys, each before a ':'
+      std::stringstream items(value.substr(brace + 1, value.find('}') - brace - 1));
+      for (std::string item; std::getline(items, item, ',');) {
+        const size_t begin = item.find_first_not_of(' ');
+        shown.insert(path + name + "." + item.substr(begin, item.find(':') - begin));
+      }
     } else {
       shown.insert(path + name);
     }

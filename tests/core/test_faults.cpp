@@ -97,6 +97,24 @@ TEST_CASE("resume is exact with weighted corpora and batch windows, and maps the
   fs::remove_all(dir);
 }
 
+TEST_CASE("a token cache that cannot be written (a full disk): one line naming it, no partial file",
+          "[reliability][e2e]") {
+  auto dir = temp_dir("cache_full");
+  write(dir / "c.yaml", tiny_config(dir / "model", 5));
+  // A file-size limit makes the cache's write fail as a full disk would (EFBIG instead of ENOSPC);
+  // the tokenizer model (400 pieces) fits under it, Multi30k's 29,000 pairs as ids do not.
+  const std::string data = std::string(ATTNMT_SOURCE_DIR) + "/data/multi30k/";
+  const auto out = shell("ulimit -f 300; trap \"\" XFSZ; " + std::string(ATTNMT_BINARY) + " train " +
+                         (dir / "c.yaml").string() + " --set data.train.src=" + data + "train.de.gz --set data.train.tgt=" +
+                         data + "train.en.gz --set data.cache_dir=" + (dir / "cache").string() + "; echo exit=$?");
+  INFO(out);
+  CHECK(out.find("exit=2") != std::string::npos);
+  CHECK(out.find("attnmt: error: cannot write '" + (dir / "cache").string() + "/train.de.gz.train.en.gz.") != std::string::npos);
+  CHECK(out.find("File too large (the token cache: set data.cache_dir to a place with room)") != std::string::npos);
+  for (const auto& entry : fs::directory_iterator(dir / "cache")) CHECK(entry.path().extension() == ".lock");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("resume is exact from a stop between validations, with the plateau schedule on", "[reliability][e2e]") {
   // The end-of-run validation at a stop between scheduled ones (here at 35, validations every 10)
   // must not count toward the plateau schedule: with lr_patience 1 it would halve the learning rate

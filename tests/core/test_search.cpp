@@ -169,60 +169,158 @@ TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[
   }
 }
 
+namespace {
+
+// Beam search expands, reorders and prunes the model's per-step state (the attention's coverage,
+// previous alignment, running sums; the decoder self-attention's history); if any of that went
+// wrong, a hypothesis' score would differ from the log-probability the model gives its tokens
+// when fed them all at once.
+void check_beam_scores_equal_rescoring(const ModelConfig& config) {
+  VocabSizes vocab;
+  vocab.src = 20;
+  vocab.tgt = 20;
+  Seq2Seq model(config, vocab);
+  model->eval();
+  Seq2SeqStepModel step_model(model);
+  torch::NoGradGuard no_grad;
+  auto src = torch::randint(4, 20, {3, 6}, torch::kLong);
+  auto len = torch::tensor({6, 4, 2}, torch::kLong);
+  SearchOptions options;
+  options.beam_size = 4;
+  options.n_best = 4;
+  options.length_penalty = 0.0;
+  options.max_length_ratio = 1.5;
+  auto beams = beam_search(step_model, src, len, options);
+  for (int64_t b = 0; b < 3; ++b) {
+    REQUIRE_FALSE(beams[b].empty());
+    for (const auto& hyp : beams[b]) {
+      std::vector<int64_t> out = hyp.tokens;
+      if (hyp.finished) out.push_back(step_model.eos_id());
+      std::vector<int64_t> in = {step_model.bos_id()};
+      in.insert(in.end(), out.begin(), out.end() - 1);
+      const auto n = static_cast<int64_t>(out.size());
+      auto logits = model->forward(src.narrow(0, b, 1).narrow(1, 0, len[b].item<int64_t>()), len.narrow(0, b, 1),
+                                   torch::tensor(in, torch::kLong).view({1, n}));
+      auto log_probs = logits.log_softmax(-1)[0].gather(1, torch::tensor(out, torch::kLong).view({n, 1}));
+      INFO("sentence " << b);
+      REQUIRE(hyp.log_prob == Approx(log_probs.sum().item<double>()).margin(1e-4));
+      REQUIRE(hyp.score == Approx(hyp.log_prob).margin(1e-9));
+    }
+  }
+  options.beam_size = options.n_best = 1;
+  auto greedy = greedy_search(step_model, src, len, options);
+  auto beam1 = beam_search(step_model, src, len, options);
+  for (int64_t b = 0; b < 3; ++b) REQUIRE(greedy[b][0].tokens == beam1[b][0].tokens);
+}
+
+ModelConfig small_search_config(const std::string& attention) {
+  ModelConfig config;
+  config.embedding_size = 8;
+  config.encoder.hidden_size = 6;  // bidirectional: 12 = decoder size (dot scores)
+  config.decoder.hidden_size = 12;
+  config.encoder.layers = config.decoder.layers = 1;
+  config.decoder.style = attention == "bahdanau" ? "bahdanau" : "luong";
+  config.attention.type = attention;
+  config.attention.window = 2;
+  config.attention.heads = 2;
+  config.attention.max_area = 2;
+  config.attention.max_positions = 4;
+  return config;
+}
+
+}  // namespace
+
 TEST_CASE("every attention inside a model: beam search scores equal teacher-forced rescoring",
           "[search][attention]") {
-  // Beam search expands, reorders and prunes the attention's per-step state (coverage, previous
-  // alignment, running sums); if any of that went wrong, a hypothesis' score would differ from
-  // the log-probability the model gives its tokens when fed them all at once.
   for (const auto& name : attention_names()) {
     SECTION(name) {
       torch::manual_seed(21);
-      ModelConfig config;
-      config.embedding_size = 8;
-      config.encoder.hidden_size = 6;  // bidirectional: 12 = decoder size (dot scores)
-      config.decoder.hidden_size = 12;
-      config.encoder.layers = config.decoder.layers = 1;
-      config.decoder.style = name == "bahdanau" ? "bahdanau" : "luong";
-      config.attention.type = name;
-      config.attention.window = 2;
-      config.attention.heads = 2;
-      config.attention.max_area = 2;
-      config.attention.max_positions = 4;
-      VocabSizes vocab;
-      vocab.src = 20;
-      vocab.tgt = 20;
-      Seq2Seq model(config, vocab);
-      model->eval();
-      Seq2SeqStepModel step_model(model);
-      torch::NoGradGuard no_grad;
-      auto src = torch::randint(4, 20, {3, 6}, torch::kLong);
-      auto len = torch::tensor({6, 4, 2}, torch::kLong);
-      SearchOptions options;
-      options.beam_size = 4;
-      options.n_best = 4;
-      options.length_penalty = 0.0;
-      options.max_length_ratio = 1.5;
-      auto beams = beam_search(step_model, src, len, options);
-      for (int64_t b = 0; b < 3; ++b) {
-        REQUIRE_FALSE(beams[b].empty());
-        for (const auto& hyp : beams[b]) {
-          std::vector<int64_t> out = hyp.tokens;
-          if (hyp.finished) out.push_back(step_model.eos_id());
-          std::vector<int64_t> in = {step_model.bos_id()};
-          in.insert(in.end(), out.begin(), out.end() - 1);
-          const auto n = static_cast<int64_t>(out.size());
-          auto logits = model->forward(src.narrow(0, b, 1).narrow(1, 0, len[b].item<int64_t>()), len.narrow(0, b, 1),
-                                       torch::tensor(in, torch::kLong).view({1, n}));
-          auto log_probs = logits.log_softmax(-1)[0].gather(1, torch::tensor(out, torch::kLong).view({n, 1}));
-          INFO("sentence " << b);
-          REQUIRE(hyp.log_prob == Approx(log_probs.sum().item<double>()).margin(1e-4));
-          REQUIRE(hyp.score == Approx(hyp.log_prob).margin(1e-9));
-        }
+      check_beam_scores_equal_rescoring(small_search_config(name));
+    }
+  }
+}
+
+TEST_CASE("self-attention inside a model: beam search scores equal teacher-forced rescoring",
+          "[search][self-attention]") {
+  for (const std::string attention : {"luong_general", "bahdanau", "local_p", "monotonic"}) {
+    for (const bool encoder_blocks : {false, true}) {
+      SECTION(attention + (encoder_blocks ? ", encoder and decoder self-attention" : ", decoder self-attention")) {
+        torch::manual_seed(23);
+        auto config = small_search_config(attention);
+        config.decoder.self_attention = true;
+        if (encoder_blocks) config.encoder.self_attention.layers = 2, config.encoder.self_attention.heads = 3;
+        check_beam_scores_equal_rescoring(config);
       }
-      options.beam_size = options.n_best = 1;
-      auto greedy = greedy_search(step_model, src, len, options);
-      auto beam1 = beam_search(step_model, src, len, options);
-      for (int64_t b = 0; b < 3; ++b) REQUIRE(greedy[b][0].tokens == beam1[b][0].tokens);
+    }
+  }
+}
+
+TEST_CASE("decoder self-attention is causal, and teacher forcing equals step-by-step decoding", "[model][self-attention]") {
+  for (const std::string style : {"luong", "bahdanau"}) {
+    INFO(style);
+    torch::manual_seed(29);
+    ModelConfig config = small_search_config(style == "luong" ? "luong_general" : "bahdanau");
+    config.decoder.self_attention = true;
+    config.decoder.layers = 2;
+    VocabSizes vocab;
+    vocab.src = 20;
+    vocab.tgt = 20;
+    Seq2Seq model(config, vocab);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    auto src = torch::randint(4, 20, {2, 5}, torch::kLong);
+    auto len = torch::tensor({5, 3}, torch::kLong);
+    auto tgt = torch::randint(4, 20, {2, 6}, torch::kLong);
+    auto logits = model->forward(src, len, tgt);
+    auto later = tgt.clone();
+    later.narrow(1, 3, 3).random_(4, 20);  // other tokens from step 3 on
+    CHECK(torch::equal(model->forward(src, len, later).narrow(1, 0, 3), logits.narrow(1, 0, 3)));
+    CHECK_FALSE(torch::allclose(model->forward(src, len, later).narrow(1, 3, 3), logits.narrow(1, 3, 3)));
+    DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
+    auto enc = decoding.encode(src, len);
+    for (int64_t t = 0; t < 6; ++t) {
+      auto step_logits = decoding.logits(decoding.step_hidden(tgt.select(1, t), enc.memory, enc.state, t, nullptr));
+      REQUIRE(torch::allclose(step_logits, logits.select(1, t), 1e-5, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("decoder self-attention: finite-difference gradients in double", "[model][self-attention][gradcheck]") {
+  torch::manual_seed(31);
+  ModelConfig config = small_search_config("luong_general");
+  config.decoder.self_attention = true;
+  config.encoder.self_attention.layers = 1;
+  config.encoder.self_attention.heads = 2;
+  config.encoder.dropout = config.decoder.dropout = 0.0;
+  config.encoder.self_attention.dropout = 0.0;
+  VocabSizes vocab;
+  vocab.src = 12;
+  vocab.tgt = 12;
+  Seq2Seq model(config, vocab);
+  model->to(torch::kDouble);
+  model->eval();
+  auto src = torch::randint(4, 12, {2, 4}, torch::kLong);
+  auto len = torch::tensor({4, 3}, torch::kLong);
+  auto tgt = torch::randint(4, 12, {2, 5}, torch::kLong);
+  const auto probe = torch::randn({2, 5, 12}, torch::kDouble);
+  auto loss = [&] { return (model->forward(src, len, tgt) * probe).sum(); };
+  loss().backward();
+  const double h = 1e-6;
+  for (auto& p : model->named_parameters()) {
+    if (p.key().find("intra") == std::string::npos && p.key().find("combine") == std::string::npos) continue;
+    INFO(p.key());
+    REQUIRE(p.value().grad().defined());
+    const auto grad = p.value().grad().clone();
+    torch::NoGradGuard no_grad;
+    auto flat = p.value().detach().view({-1});
+    for (int64_t k = 0; k < flat.numel(); k += std::max<int64_t>(1, flat.numel() / 11)) {
+      const double orig = flat[k].item<double>();
+      flat[k] = orig + h;
+      const double plus = loss().item<double>();
+      flat[k] = orig - h;
+      const double minus = loss().item<double>();
+      flat[k] = orig;
+      CHECK(grad.view({-1})[k].item<double>() == Approx((plus - minus) / (2 * h)).margin(1e-6).epsilon(1e-5));
     }
   }
 }
