@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "finite_difference.h"
 #include "model/encoder.h"
 
 using attnmt::Encoder;
@@ -98,22 +99,9 @@ TEST_CASE("encoder self-attention: finite-difference gradients in double", "[mod
   const auto probe = torch::randn({2, 3, 12}, torch::kDouble);
   auto loss = [&] { return (e->forward(embedded, lengths).states * probe).sum(); };
   loss().backward();
-  const double h = 1e-6;
   auto check = [&](const torch::Tensor& x, const std::string& what) {
     REQUIRE(x.grad().defined());
-    const auto grad = x.grad().clone();
-    torch::NoGradGuard no_grad;
-    auto flat = x.detach().view({-1});
-    for (int64_t k = 0; k < flat.numel(); k += std::max<int64_t>(1, flat.numel() / 13)) {
-      const double orig = flat[k].item<double>();
-      flat[k] = orig + h;
-      const double plus = loss().item<double>();
-      flat[k] = orig - h;
-      const double minus = loss().item<double>();
-      flat[k] = orig;
-      INFO(what << " element " << k);
-      CHECK(grad.view({-1})[k].item<double>() == Approx((plus - minus) / (2 * h)).margin(1e-6).epsilon(1e-5));
-    }
+    attnmt::test::check_central_differences(x, x.grad().clone(), loss, what);
   };
   check(embedded, "embedded");
   for (auto& p : e->named_parameters()) {

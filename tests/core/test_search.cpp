@@ -11,6 +11,7 @@
 #include "decoding/candidates.h"
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
+#include "finite_difference.h"
 #include "step_models.h"
 #include "model/seq2seq.h"
 
@@ -142,6 +143,23 @@ TEST_CASE("beam size 1 equals greedy on a real (random) model", "[search]") {
   }
 }
 
+namespace {
+
+// The logits of model->forward(src, len, tgt) equal those of decoding it one step at a time.
+void check_teacher_forcing_equals_steps(Seq2Seq& model, const torch::Tensor& src, const torch::Tensor& len,
+                                        const torch::Tensor& tgt) {
+  torch::NoGradGuard no_grad;
+  auto logits = model->forward(src, len, tgt);  // [B, T, V]
+  DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
+  auto enc = decoding.encode(src, len);
+  for (int64_t t = 0; t < tgt.size(1); ++t) {
+    auto step_logits = decoding.logits(decoding.step_hidden(tgt.select(1, t), enc.memory, enc.state, t, nullptr));
+    REQUIRE(torch::allclose(step_logits, logits.select(1, t), 1e-5, 1e-5));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[model]") {
   torch::manual_seed(5);
   ModelConfig config;
@@ -159,13 +177,7 @@ TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[
     auto src = torch::randint(4, 20, {2, 5}, torch::kLong);
     auto len = torch::tensor({5, 3}, torch::kLong);
     auto tgt = torch::randint(4, 20, {2, 4}, torch::kLong);
-    auto logits = model->forward(src, len, tgt);  // [2, 4, V]
-    DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
-    auto enc = decoding.encode(src, len);
-    for (int64_t t = 0; t < 4; ++t) {
-      auto step_logits = decoding.logits(decoding.step_hidden(tgt.select(1, t), enc.memory, enc.state, t, nullptr));
-      REQUIRE(torch::allclose(step_logits, logits.select(1, t), 1e-5, 1e-5));
-    }
+    check_teacher_forcing_equals_steps(model, src, len, tgt);
   }
 }
 
@@ -276,12 +288,7 @@ TEST_CASE("decoder self-attention is causal, and teacher forcing equals step-by-
     later.narrow(1, 3, 3).random_(4, 20);  // other tokens from step 3 on
     CHECK(torch::equal(model->forward(src, len, later).narrow(1, 0, 3), logits.narrow(1, 0, 3)));
     CHECK_FALSE(torch::allclose(model->forward(src, len, later).narrow(1, 3, 3), logits.narrow(1, 3, 3)));
-    DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
-    auto enc = decoding.encode(src, len);
-    for (int64_t t = 0; t < 6; ++t) {
-      auto step_logits = decoding.logits(decoding.step_hidden(tgt.select(1, t), enc.memory, enc.state, t, nullptr));
-      REQUIRE(torch::allclose(step_logits, logits.select(1, t), 1e-5, 1e-5));
-    }
+    check_teacher_forcing_equals_steps(model, src, len, tgt);
   }
 }
 
@@ -305,23 +312,10 @@ TEST_CASE("decoder self-attention: finite-difference gradients in double", "[mod
   const auto probe = torch::randn({2, 5, 12}, torch::kDouble);
   auto loss = [&] { return (model->forward(src, len, tgt) * probe).sum(); };
   loss().backward();
-  const double h = 1e-6;
   for (auto& p : model->named_parameters()) {
     if (p.key().find("intra") == std::string::npos && p.key().find("combine") == std::string::npos) continue;
-    INFO(p.key());
     REQUIRE(p.value().grad().defined());
-    const auto grad = p.value().grad().clone();
-    torch::NoGradGuard no_grad;
-    auto flat = p.value().detach().view({-1});
-    for (int64_t k = 0; k < flat.numel(); k += std::max<int64_t>(1, flat.numel() / 11)) {
-      const double orig = flat[k].item<double>();
-      flat[k] = orig + h;
-      const double plus = loss().item<double>();
-      flat[k] = orig - h;
-      const double minus = loss().item<double>();
-      flat[k] = orig;
-      CHECK(grad.view({-1})[k].item<double>() == Approx((plus - minus) / (2 * h)).margin(1e-6).epsilon(1e-5));
-    }
+    check_central_differences(p.value(), p.value().grad().clone(), loss, p.key(), 11);
   }
 }
 
