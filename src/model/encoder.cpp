@@ -34,6 +34,13 @@ EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size)
     sa_out_.push_back(register_module("self_attn_out_" + n, torch::nn::Linear(output_size_, output_size_)));
     sa_norm_.push_back(register_module("self_attn_norm_" + n,
                                        torch::nn::LayerNorm(torch::nn::LayerNormOptions({output_size_}))));
+    // The output projection starts at zero, so a block starts as LayerNorm(x): the decoder's
+    // attention first learns on the RNN's states and the blocks grow in as they help (as ReZero /
+    // SkipInit). With LibTorch's default initialisation the blocks first added a sentence-wide
+    // average to every state, and the attention learnt far more slowly (docs/attention.md).
+    torch::NoGradGuard no_grad;
+    sa_out_.back()->weight.zero_();
+    sa_out_.back()->bias.zero_();
   }
 }
 

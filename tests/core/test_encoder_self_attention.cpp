@@ -29,6 +29,15 @@ EncoderConfig small_config(int blocks, int heads) {
 
 torch::Tensor param(const Encoder& e, const std::string& name) { return e->named_parameters()[name]; }
 
+// The output projections start at zero (a block starts as LayerNorm(x)); the tests want blocks
+// that do something.
+void randomize_outputs(Encoder& e) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : e->named_parameters()) {
+    if (p.key().rfind("self_attn_out_", 0) == 0) p.value().normal_(0, 0.3);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("encoder self-attention: the blocks are the formulas, computed by hand", "[model][self-attention]") {
@@ -38,6 +47,7 @@ TEST_CASE("encoder self-attention: the blocks are the formulas, computed by hand
     INFO("heads " << heads);
     torch::manual_seed(5);
     Encoder with(small_config(2, heads), 5);
+    randomize_outputs(with);
     with->eval();
     torch::manual_seed(5);
     Encoder plain(plain_config, 5);  // the same RNN weights: drawn first, in the same order
@@ -74,6 +84,7 @@ TEST_CASE("encoder self-attention: the blocks are the formulas, computed by hand
 TEST_CASE("encoder self-attention: padding never reaches a real position", "[model][self-attention]") {
   torch::manual_seed(7);
   Encoder e(small_config(2, 4), 5);
+  randomize_outputs(e);
   e->eval();
   torch::NoGradGuard no_grad;
   auto embedded = torch::randn({2, 6, 5});
@@ -92,6 +103,7 @@ TEST_CASE("encoder self-attention: padding never reaches a real position", "[mod
 TEST_CASE("encoder self-attention: finite-difference gradients in double", "[model][self-attention][gradcheck]") {
   torch::manual_seed(11);
   Encoder e(small_config(1, 2), 4);
+  randomize_outputs(e);
   e->to(torch::kDouble);
   e->eval();  // no dropout; LibTorch's own LSTM (double)
   auto embedded = torch::randn({2, 3, 4}, torch::kDouble).requires_grad_(true);
@@ -107,6 +119,20 @@ TEST_CASE("encoder self-attention: finite-difference gradients in double", "[mod
   for (auto& p : e->named_parameters()) {
     if (p.key().rfind("self_attn", 0) == 0) check(p.value(), p.key());
   }
+}
+
+TEST_CASE("encoder self-attention: a new block is LayerNorm of the RNN's states", "[model][self-attention]") {
+  torch::manual_seed(13);
+  Encoder with(small_config(1, 2), 5);
+  torch::manual_seed(13);
+  Encoder plain(small_config(0, 2), 5);
+  with->eval();
+  plain->eval();
+  torch::NoGradGuard no_grad;
+  const auto embedded = torch::randn({2, 4, 5});
+  const auto lengths = torch::tensor({4, 2}, torch::kLong);
+  const auto x = plain->forward(embedded, lengths).states;
+  CHECK(torch::allclose(with->forward(embedded, lengths).states, torch::layer_norm(x, {12}), 1e-5, 1e-6));
 }
 
 TEST_CASE("encoder self-attention: zero blocks leave the encoder as it was", "[model][self-attention]") {
