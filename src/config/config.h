@@ -47,8 +47,8 @@ struct TokenizerConfig {
   std::string user_defined_symbols;    // SentencePiece --user_defined_symbols: pieces kept whole, comma-separated
 };
 
-// Multi-head self-attention blocks over the encoder RNN's states (RNMT+-style hybrids), pre-norm:
-// x <- x + Dropout(MultiHead(LN(x), LN(x), LN(x))), keys masked to each sentence's real tokens.
+// Multi-head self-attention blocks over the encoder RNN's states (RNMT+-style hybrids):
+// x <- LayerNorm(x + Dropout(MultiHead(x, x, x))), keys masked to each sentence's real tokens.
 struct SelfAttentionConfig {
   int layers = 0;        // blocks (0 = none: the RNN encoder alone)
   int heads = 4;         // heads per block (the encoder's output size must divide by it)

@@ -34,27 +34,20 @@ EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size)
     sa_out_.push_back(register_module("self_attn_out_" + n, torch::nn::Linear(output_size_, output_size_)));
     sa_norm_.push_back(register_module("self_attn_norm_" + n,
                                        torch::nn::LayerNorm(torch::nn::LayerNormOptions({output_size_}))));
-    // The output projection starts at zero, so a new block is the identity: the decoder's
-    // attention first learns on the RNN's own states and the blocks grow in as they help (as
-    // ReZero / SkipInit). Post-norm blocks (LayerNorm(x + y)) rescaled the states and slowed the
-    // attention's learning several-fold (docs/attention.md).
-    torch::NoGradGuard no_grad;
-    sa_out_.back()->weight.zero_();
-    sa_out_.back()->bias.zero_();
   }
 }
 
 torch::Tensor EncoderImpl::self_attention(size_t l, const torch::Tensor& x, const torch::Tensor& mask) {
-  // Pre-norm block (docs/attention.md, "Encoder self-attention"): x + Dropout(W_o MultiHead(LN(x))),
-  // scaled dot-product per head; every position attends to the sentence's real positions only
-  // (padding keys get exactly zero).
+  // Scaled dot-product attention per head (docs/attention.md, "Encoder self-attention"): every
+  // position attends to the sentence's real positions only (padding keys get exactly zero).
   const int64_t B = x.size(0), S = x.size(1), D = x.size(2), H = config_.self_attention.heads, d = D / H;
-  auto qkv = sa_qkv_[l](sa_norm_[l](x)).view({B, S, 3, H, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, S, d]
+  auto qkv = sa_qkv_[l](x).view({B, S, 3, H, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, S, d]
   auto scores = torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(d));  // [B, H, S, S]
   scores = scores.masked_fill(mask.logical_not().view({B, 1, 1, S}), -std::numeric_limits<double>::infinity());
   auto weights = torch::softmax(scores, -1);
   auto heads = torch::matmul(weights, qkv[2]).transpose(1, 2).reshape({B, S, D});  // [B, S, D]
-  return x + stream_dropout(sa_out_[l](heads), config_.self_attention.dropout, is_training());
+  auto y = stream_dropout(sa_out_[l](heads), config_.self_attention.dropout, is_training());
+  return sa_norm_[l](x + y);
 }
 
 EncoderProducts EncoderImpl::products(ExecutionMode mode) const {
