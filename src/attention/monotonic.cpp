@@ -57,10 +57,8 @@ torch::Tensor MonotonicAttention::selection_probabilities(const torch::Tensor& q
   return torch::sigmoid(energy(query, memory)).masked_fill(memory.mask.logical_not(), 0.0);
 }
 
-AttentionOutput MonotonicAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
-                                            const AttentionState& state, int64_t /*step*/) {
-  const auto& previous = state.tensors.at(0);  // alpha_{t-1} [B, S]
-  torch::Tensor weights;
+torch::Tensor MonotonicAttention::alignment(const torch::Tensor& query, const AttentionMemory& memory,
+                                            const torch::Tensor& previous) {
   if (hard_decode_ && !is_training()) {
     const int64_t S = memory.mask.size(1);
     auto p = selection_probabilities(query, memory);
@@ -70,14 +68,18 @@ AttentionOutput MonotonicAttention::forward(const torch::Tensor& query, const At
                               torch::full_like(memory.lengths, S)).unsqueeze(1);     // [B, 1]
     auto candidate = memory.mask.logical_and(positions >= start).logical_and(p >= 0.5);  // [B, S]
     auto first = (candidate.to(torch::kLong) * (S - positions)).argmax(1);         // leftmost candidate
-    weights = torch::one_hot(first, S).to(previous.scalar_type()) *
-              candidate.any(1, /*keepdim=*/true).to(previous.scalar_type());
-  } else {
-    auto e = energy(query, memory);
-    if (is_training()) e = e + at::randn(e.sizes(), random_stream(), e.options()) * kNoiseStd;
-    auto p = torch::sigmoid(e).masked_fill(memory.mask.logical_not(), 0.0);
-    weights = monotonic_expected_alignment(p, previous);
+    return torch::one_hot(first, S).to(previous.scalar_type()) *
+           candidate.any(1, /*keepdim=*/true).to(previous.scalar_type());
   }
+  auto e = energy(query, memory);
+  if (is_training()) e = e + at::randn(e.sizes(), random_stream(), e.options()) * kNoiseStd;
+  auto p = torch::sigmoid(e).masked_fill(memory.mask.logical_not(), 0.0);
+  return monotonic_expected_alignment(p, previous);
+}
+
+AttentionOutput MonotonicAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
+                                            const AttentionState& state, int64_t /*step*/) {
+  auto weights = alignment(query, memory, state.tensors.at(0));  // from alpha_{t-1} [B, S]
   return {weighted_sum(weights, memory.values), weights, AttentionState{{weights}}};
 }
 

@@ -30,6 +30,11 @@ class MonotonicAttention : public Attention {
   // p_t [B, S] (0 on padding), without training noise.
   torch::Tensor selection_probabilities(const torch::Tensor& query, const AttentionMemory& memory);
 
+ protected:
+  // alpha_t [B, S] from alpha_{t-1} [B, S]: the expected alignment (training, or hard_decode off)
+  // or the hard stop (one-hot, or all zero once nothing is left to stop at).
+  torch::Tensor alignment(const torch::Tensor& query, const AttentionMemory& memory, const torch::Tensor& previous);
+
  private:
   torch::Tensor energy(const torch::Tensor& query, const AttentionMemory& memory);
   bool hard_decode_;

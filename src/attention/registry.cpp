@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "attention/area.h"
+#include "attention/chunkwise.h"
 #include "attention/forced_forward.h"
 #include "attention/forward.h"
 #include "attention/global.h"
@@ -62,6 +63,7 @@ const std::vector<Entry>& registry() {
       {"area", make<AreaAttention>(), std::nullopt},
       {"hard", make<HardAttention>(), std::nullopt},
       {"forward", make<ForwardAttention>(), std::nullopt},
+      {"chunkwise", make<ChunkwiseAttention>(), std::nullopt},
   };
   return entries;
 }

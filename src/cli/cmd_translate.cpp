@@ -3,6 +3,7 @@
 //                  [--beam-size N] [--n-best N] [--batch-size N] [--workers N] [--precision fp32|bf16]
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
+//                  [--streaming [--lookahead K] [--delays FILE]]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "decoding/ensemble.h"
 #include "decoding/output.h"
 #include "decoding/seq2seq_step_model.h"
+#include "decoding/streaming.h"
 #include "decoding/translator.h"
 #include "io/model_file.h"
 #include "runtime/compute.h"
@@ -87,13 +89,77 @@ void warn_unmet_constraints(const std::vector<std::vector<Translation>>& results
   }
 }
 
+// --streaming: what it decodes with and what it cannot be combined with.
+void check_streaming(const std::vector<LoadedModel>& members, const std::vector<std::string>& exclusive) {
+  if (members.size() > 1) throw InputError("--streaming: one --model (an ensemble's heads would stop in different places)");
+  for (const auto& flag : exclusive) {
+    if (!flag.empty()) throw InputError("--streaming: not with " + flag + " (streaming decodes greedily, one sentence at a time)");
+  }
+  const auto& a = members.front().config.model.attention;
+  if ((a.type != "monotonic" && a.type != "chunkwise") || !a.hard_decode) {
+    throw InputError("--streaming: the model's attention must stop hard and never look right of its stop "
+                     "(model.attention.type monotonic or chunkwise with hard_decode: true); " +
+                     members.front().checkpoint + " has '" + a.type + "'" + (a.hard_decode ? "" : " with hard_decode: false"));
+  }
+}
+
+// Streaming decoding (decoding/streaming.h): the translations, the delays file and the latency.
+void translate_streaming(StepModel& model, const LoadedModel& loaded, const std::vector<std::string>& lines,
+                         const TranslateOptions& options, int lookahead, const std::string& output,
+                         const std::string& delays_file, const std::string& stats_file) {
+  StreamingOptions streaming;
+  streaming.search = options.search;
+  streaming.lookahead = lookahead;
+  streaming.workers = options.workers;
+  streaming.max_source_tokens = options.max_source_tokens;
+  if (options.search.beam_size > 1) spdlog::info("[decode] streaming decodes greedily (decode.beam_size {} not used)", options.search.beam_size);
+  const auto start = std::chrono::steady_clock::now();
+  const auto results = stream_lines(model, loaded.tokenizers, lines, streaming);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string text, delays;
+  double lagging = 0, source_tokens = 0;
+  size_t sentences = 0, target_tokens = 0;
+  for (const auto& r : results) {
+    text += r.text + "\n";
+    delays += fmt::format("{:.4f}\t", r.lagging);
+    for (size_t t = 0; t < r.delays.size(); ++t) delays += (t ? " " : "") + std::to_string(r.delays[t]);
+    delays += '\n';
+    if (r.source_tokens == 0) continue;
+    ++sentences;
+    lagging += r.lagging;
+    source_tokens += static_cast<double>(r.source_tokens);
+    target_tokens += r.delays.size();
+  }
+  const double mean_lagging = sentences ? lagging / static_cast<double>(sentences) : 0;
+  const double mean_source = sentences ? source_tokens / static_cast<double>(sentences) : 0;
+  spdlog::info("[decode] streaming, lookahead {}: {} sentences, average lagging {:.2f} source subwords "
+               "(full-sentence decoding waits for all {:.2f}), {:.1f} s",
+               lookahead, sentences, mean_lagging, mean_source, seconds);
+  if (output.empty() || output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  } else {
+    write_file_atomic(output, text);
+  }
+  if (!delays_file.empty()) write_file_atomic(delays_file, delays);
+  if (!stats_file.empty()) {
+    const nlohmann::json j = {{"sentences", sentences},      {"target_tokens", target_tokens},
+                              {"seconds", seconds},          {"streaming", true},
+                              {"lookahead", lookahead},      {"average_lagging", mean_lagging},
+                              {"mean_source_tokens", mean_source}, {"threads", torch::get_num_threads()}};
+    write_file_atomic(stats_file, j.dump() + "\n");
+  }
+}
+
 }  // namespace
 
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::vector<std::string> models;
     std::vector<double> weights;
-    std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores;
+    std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores, delays;
+    bool streaming = false;
+    int lookahead = 0;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("translate", "Translate a text file (raw text in, detokenized text out)");
@@ -115,6 +181,14 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                   "Write 'line<TAB>log-probability<TAB>score' per output: log P(Y|X) and its length-normalised score");
   cmd->add_option("--stats", o->stats,
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
+  cmd->add_flag("--streaming", o->streaming,
+               "Simultaneous decoding: read the source token by token, write as soon as the monotonic head allows "
+               "(monotonic/chunkwise models; greedy); logs the average lagging");
+  cmd->add_option("--lookahead", o->lookahead,
+                  "--streaming: source tokens to read past the head's stop before writing (a large value = wait for the whole sentence)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--delays", o->delays,
+                  "--streaming: write 'average lagging<TAB>source tokens read at each target token' per line");
   const auto settings = add_decode_flags(
       cmd, {{"--beam-size", "decode.beam_size", "Beam size (1 = greedy)"},
             {"--n-best", "decode.n_best", "Write the N best: 'line ||| text ||| score'"},
@@ -165,6 +239,17 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     options.search.return_attention = !o->attention_out.empty();
     options.progress_label = "[translate]";
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
+    if (!o->streaming && (o->lookahead != 0 || !o->delays.empty())) {
+      throw InputError(std::string(o->lookahead != 0 ? "--lookahead" : "--delays") + ": only with --streaming");
+    }
+    if (o->streaming) {
+      check_streaming(members, {o->prefix.empty() ? "" : "--prefix", o->constraints.empty() ? "" : "--constraints",
+                                o->attention_out.empty() ? "" : "--attention-out", o->scores.empty() ? "" : "--scores",
+                                dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : ""});
+      auto step_model = make_step_model(loaded.model, dc, loaded.lexicon);
+      translate_streaming(*step_model, loaded, lines, options, o->lookahead, o->output, o->delays, o->stats);
+      return;
+    }
     const auto guides = read_line_guides(o->prefix, o->constraints, lines.size(), dc);
     std::vector<std::unique_ptr<Seq2SeqStepModel>> step_models;
     std::vector<StepModel*> pointers;

@@ -61,6 +61,9 @@ struct EncoderConfig {
   int layers = 2;
   int hidden_size = 256;      // per direction
   double dropout = 0.3;       // between layers and on the encoder output
+  // word dropout while training (Sennrich et al. 2016; Marian's dropout-src): the probability that
+  // a source token's whole embedding is zeroed (the rest are not rescaled)
+  double word_dropout = 0.0;
   SelfAttentionConfig self_attention;
 };
 
@@ -71,6 +74,7 @@ struct DecoderConfig {
   int hidden_size = 256;
   bool input_feeding = true;    // luong style: feed the previous attentional state h~ to the RNN
   double dropout = 0.3;
+  double word_dropout = 0.0;    // as the encoder's, on the target tokens fed to the decoder
   // intra-decoder attention over the decoder's own previous states (Paulus et al. 2017, 2.2), its
   // context joining the attentional hidden's input
   bool self_attention = false;
@@ -86,6 +90,7 @@ struct AttentionConfig {
   double score_bias_init = -4.0;  // monotonic: initial r of the selection energy (sigmoid(r) = first p)
   int heads = 4;              // multi_head: number of heads
   int max_area = 3;           // area: maximal span length A
+  int chunk_size = 4;         // chunkwise (MoChA): states w of the chunk ending at the monotonic stop
   bool coverage = false;      // additive score with a coverage term (See et al., 2017)
   double coverage_loss = 0.0; // weight lambda of the coverage loss (0 = off)
 };
@@ -109,10 +114,12 @@ struct TrainConfig {
   double learning_rate = 1e-3;
   double clip_norm = 5.0;        // global gradient-norm clipping (0 = off)
   double label_smoothing = 0.1;
-  std::string lr_schedule = "plateau";  // plateau | constant
+  std::string lr_schedule = "plateau";  // plateau | constant | inverse_sqrt | cosine
+  int warmup_steps = 0;          // linear warm-up from 0 over the first N updates (every schedule; 0 = none)
   double lr_decay = 0.5;         // plateau: multiply the LR by this when valid does not improve
   int lr_patience = 1;           // plateau: validations without improvement before decaying
-  double min_learning_rate = 1e-5;
+  double min_learning_rate = 1e-5;  // plateau's floor; cosine's end
+  double weight_decay = 0.0;     // decoupled weight decay (AdamW, Loshchilov & Hutter 2019): p -= lr * wd * p
   int valid_every = 1000;        // validate every N updates (and at the end of each epoch)
   std::string valid_metric = "bleu";  // bleu | ppl: what "best" and early stopping look at
   int valid_beam_size = 1;       // beam size for valid BLEU (1 = greedy)

@@ -69,6 +69,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.encoder.layers),
     ATTNMT_FIELD(model.encoder.hidden_size),
     ATTNMT_FIELD(model.encoder.dropout),
+    ATTNMT_FIELD(model.encoder.word_dropout),
     ATTNMT_FIELD(model.encoder.self_attention.layers),
     ATTNMT_FIELD(model.encoder.self_attention.heads),
     ATTNMT_FIELD(model.encoder.self_attention.dropout),
@@ -78,6 +79,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.decoder.hidden_size),
     ATTNMT_FIELD(model.decoder.input_feeding),
     ATTNMT_FIELD(model.decoder.dropout),
+    ATTNMT_FIELD(model.decoder.word_dropout),
     ATTNMT_FIELD(model.decoder.self_attention),
     ATTNMT_FIELD(model.attention.type),
     ATTNMT_FIELD(model.attention.hidden_size),
@@ -88,6 +90,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.attention.score_bias_init),
     ATTNMT_FIELD(model.attention.heads),
     ATTNMT_FIELD(model.attention.max_area),
+    ATTNMT_FIELD(model.attention.chunk_size),
     ATTNMT_FIELD(model.attention.coverage),
     ATTNMT_FIELD(model.attention.coverage_loss),
     ATTNMT_FIELD(model.tie_embeddings),
@@ -103,9 +106,11 @@ const Field kFields[] = {
     ATTNMT_FIELD(train.clip_norm),
     ATTNMT_FIELD(train.label_smoothing),
     ATTNMT_FIELD(train.lr_schedule),
+    ATTNMT_FIELD(train.warmup_steps),
     ATTNMT_FIELD(train.lr_decay),
     ATTNMT_FIELD(train.lr_patience),
     ATTNMT_FIELD(train.min_learning_rate),
+    ATTNMT_FIELD(train.weight_decay),
     ATTNMT_FIELD(train.valid_every),
     ATTNMT_FIELD(train.valid_metric),
     ATTNMT_FIELD(train.valid_beam_size),
@@ -787,6 +792,10 @@ void validate_config(const Config& c) {
   check_int(m.encoder.hidden_size > 0, "model.encoder.hidden_size", "> 0", m.encoder.hidden_size);
   check_double(m.encoder.dropout >= 0 && m.encoder.dropout < 1, "model.encoder.dropout",
                "in [0, 1)", m.encoder.dropout);
+  check_double(m.encoder.word_dropout >= 0 && m.encoder.word_dropout < 1, "model.encoder.word_dropout",
+               "in [0, 1)", m.encoder.word_dropout);
+  check_double(m.decoder.word_dropout >= 0 && m.decoder.word_dropout < 1, "model.decoder.word_dropout",
+               "in [0, 1)", m.decoder.word_dropout);
   const SelfAttentionConfig& sa = m.encoder.self_attention;
   check_int(sa.layers >= 0, "model.encoder.self_attention.layers", ">= 0 (0 = none)", sa.layers);
   check_int(sa.heads >= 1, "model.encoder.self_attention.heads", ">= 1", sa.heads);
@@ -814,6 +823,7 @@ void validate_config(const Config& c) {
                "model.attention.score_bias_init", "in [-20, 20]", m.attention.score_bias_init);
   check_int(m.attention.heads >= 1, "model.attention.heads", ">= 1", m.attention.heads);
   check_int(m.attention.max_area >= 1, "model.attention.max_area", ">= 1", m.attention.max_area);
+  check_int(m.attention.chunk_size >= 1, "model.attention.chunk_size", ">= 1", m.attention.chunk_size);
   check_double(m.attention.coverage_loss >= 0 && std::isfinite(m.attention.coverage_loss),
                "model.attention.coverage_loss", ">= 0", m.attention.coverage_loss);
 
@@ -832,7 +842,19 @@ void validate_config(const Config& c) {
                t.clip_norm);
   check_double(t.label_smoothing >= 0 && t.label_smoothing < 1, "train.label_smoothing",
                "in [0, 1)", t.label_smoothing);
-  check_one_of(t.lr_schedule, "train.lr_schedule", {"plateau", "constant"});
+  check_one_of(t.lr_schedule, "train.lr_schedule", {"plateau", "constant", "inverse_sqrt", "cosine"});
+  check_int(t.warmup_steps >= 0, "train.warmup_steps", ">= 0 (0 = none)", t.warmup_steps);
+  if (t.lr_schedule == "inverse_sqrt" && t.warmup_steps == 0) {
+    invalid("train.warmup_steps", "> 0 with train.lr_schedule: inverse_sqrt (lr * sqrt(warmup / step))", "0");
+  }
+  if (t.lr_schedule == "cosine" && t.max_steps == 0) {
+    invalid("train.max_steps", "> 0 with train.lr_schedule: cosine (the cosine ends at it)", "0");
+  }
+  if (t.lr_schedule == "cosine" && t.min_learning_rate > t.learning_rate) {
+    invalid("train.min_learning_rate", "<= train.learning_rate with train.lr_schedule: cosine",
+            format_double(t.min_learning_rate));
+  }
+  check_double(t.weight_decay >= 0 && t.weight_decay < 1, "train.weight_decay", "in [0, 1)", t.weight_decay);
   check_double(t.lr_decay > 0 && t.lr_decay <= 1, "train.lr_decay", "in (0, 1]", t.lr_decay);
   check_int(t.lr_patience >= 0, "train.lr_patience", ">= 0", t.lr_patience);
   check_double(t.min_learning_rate >= 0 && std::isfinite(t.min_learning_rate),

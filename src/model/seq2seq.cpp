@@ -52,7 +52,8 @@ int64_t Seq2SeqImpl::parameter_count() const {
 
 Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths,
                                           const EncoderProducts& products) {
-  auto embedded = stream_dropout(src_embed_(src), config_.encoder.dropout, is_training());  // [B, S, E]
+  auto embedded = stream_dropout(word_dropout(src_embed_(src), config_.encoder.word_dropout, is_training()),
+                                 config_.encoder.dropout, is_training());  // [B, S, E]
   auto encoded = encoder_->forward(embedded, lengths, products);
   Encoded out;
   out.memory = decoder_->attention().prepare(encoded.states, encoded.mask);
@@ -70,7 +71,8 @@ torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::
   auto enc = encode(src, lengths, EncoderProducts());
   const auto products = decoder_->training_products();
   // Time-major so that step t reads a contiguous [B, *] slice.
-  auto embedded = stream_dropout(tgt_embed_(tgt_in.t()), config_.decoder.dropout, is_training());   // [T, B, E]
+  auto embedded = stream_dropout(word_dropout(tgt_embed_(tgt_in.t()), config_.decoder.word_dropout, is_training()),
+                                 config_.decoder.dropout, is_training());  // [T, B, E]
   // One GEMM for all steps; unbind (not gates[t]) so that backward is one stack, not T
   // full-size zero tensors.
   auto gates = decoder_->project_embeddings(embedded, products).unbind(0);  // T x [B, G]

@@ -89,4 +89,11 @@ torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training) {
   return StreamDropout::apply(x, static_cast<int64_t>(seed), p);
 }
 
+torch::Tensor word_dropout(const torch::Tensor& x, double p, bool training) {
+  if (!training || p <= 0) return x;
+  auto shape = x.sizes().vec();
+  shape.back() = 1;
+  return x * stream_dropout(torch::ones(shape, x.options().requires_grad(false)), p, /*training=*/true);
+}
+
 }  // namespace attnmt

@@ -32,4 +32,8 @@ c10::optional<at::Generator> random_stream();
 // backward rebuilds it from the draw.
 torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training);
 
+// Word dropout: x [..., E] with each token's whole vector x[..., :] kept with probability 1 - p
+// (scaled by 1 / (1 - p), as Marian's dropout-src/-trg) or zeroed, in training; x otherwise.
+torch::Tensor word_dropout(const torch::Tensor& x, double p, bool training);
+
 }  // namespace attnmt

@@ -168,6 +168,7 @@ class Trainer {
   std::vector<std::vector<size_t>> epoch_batches(int64_t epoch, int64_t world_size) const;
   void train_loop();
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
+  double applied_learning_rate() const;  // the rate of the last update (train.lr_schedule, warm-up)
   void report();
   int64_t step_budget(int64_t batches_per_epoch) const;
   void show_progress(Progress& bar) const;
@@ -404,6 +405,10 @@ std::vector<std::vector<size_t>> Trainer::epoch_batches(int64_t epoch, int64_t w
 // One update on a global batch. Each rank trains on its slice of it and back-propagates its
 // share of the loss averaged over the global batch's target tokens; the summed gradients are
 // then exactly those of one process on the whole batch.
+double Trainer::applied_learning_rate() const {
+  return scheduled_learning_rate(cfg_.train, progress_.learning_rate, std::max<int64_t>(progress_.step, 1));
+}
+
 bool Trainer::update(const std::vector<size_t>& global_batch) {
   const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
   reseed_other_ranks();
@@ -459,7 +464,8 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   if (!std::isfinite(grad_norm)) return false;
   const double clip = cfg_.train.clip_norm;
   const double clip_coef = clip > 0 ? clip / (grad_norm + 1e-6) : 1.0;  // as clip_grad_norm_
-  optimizer_step(*optimizer_, std::min(1.0, clip_coef));
+  set_learning_rate(*optimizer_, scheduled_learning_rate(cfg_.train, progress_.learning_rate, progress_.step + 1));
+  optimizer_step(*optimizer_, std::min(1.0, clip_coef), cfg_.train.weight_decay);
   window_loss_ += sums[0];
   window_nll_ += sums[1];
   window_tokens_ += global_tokens;
@@ -528,7 +534,7 @@ void Trainer::after_validation(const ValidResult& v, bool scheduled) {
                  scheduled ? "" : " (end of run)");
   }
   nlohmann::json j = {{"type", "valid"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1},
-                      {"valid_ppl", v.ppl}, {"lr", progress_.learning_rate},
+                      {"valid_ppl", v.ppl}, {"lr", applied_learning_rate()},
                       {"elapsed", progress_.train_seconds}, {"best", improved}, {"scheduled", scheduled}};
   if (by_bleu) {
     j["valid_bleu"] = v.bleu;
@@ -620,7 +626,7 @@ void Trainer::report() {
   const double ppl = std::exp(window_nll_ / std::max<int64_t>(window_tokens_, 1));
   const double tps = window_tokens_ / std::max(secs, 1e-9);
   nlohmann::json record = {{"type", "train"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1}, {"loss", loss},
-                           {"ppl", ppl}, {"lr", progress_.learning_rate}, {"tgt_tokens_per_sec", tps},
+                           {"ppl", ppl}, {"lr", applied_learning_rate()}, {"tgt_tokens_per_sec", tps},
                            {"elapsed", progress_.train_seconds}};
   std::string allreduce;
   if (dist_->active()) {  // share of the window rank 0 spent in the gradient all-reduce
@@ -629,7 +635,7 @@ void Trainer::report() {
     allreduce = fmt::format(" all-reduce {:.0f}%", 100 * share);
   }
   spdlog::info("[train] step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3g} {:.0f} tgt tok/s{} elapsed {:.0f}s",
-               progress_.step, progress_.epoch + 1, loss, ppl, progress_.learning_rate, tps, allreduce,
+               progress_.step, progress_.epoch + 1, loss, ppl, applied_learning_rate(), tps, allreduce,
                progress_.train_seconds);
   log_->write(record);
 }

@@ -324,7 +324,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 93);  // one per field of config.h
+  CHECK(keys.size() == 98);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -477,6 +477,36 @@ TEST_CASE("config: validation names the key and the value", "[config]") {
     c = Config();
     c.model.attention.max_area = 0;
     CHECK_THAT(validate_error(c), Contains("model.attention.max_area must be >= 1"));
+    c = Config();
+    c.model.attention.chunk_size = 0;
+    CHECK_THAT(validate_error(c), Contains("model.attention.chunk_size must be >= 1"));
+  }
+  SECTION("schedules, weight decay, word dropout") {
+    c.train.lr_schedule = "linear";
+    CHECK_THAT(validate_error(c), Contains("train.lr_schedule") && Contains("inverse_sqrt"));
+    c = Config();
+    c.train.lr_schedule = "inverse_sqrt";
+    CHECK_THAT(validate_error(c), Contains("train.warmup_steps must be > 0 with train.lr_schedule: inverse_sqrt"));
+    c.train.warmup_steps = 100;
+    CHECK(validate_error(c).empty());
+    c = Config();
+    c.train.lr_schedule = "cosine";
+    CHECK_THAT(validate_error(c), Contains("train.max_steps must be > 0 with train.lr_schedule: cosine"));
+    c.train.max_steps = 1000;
+    c.train.min_learning_rate = 1.0;
+    CHECK_THAT(validate_error(c), Contains("train.min_learning_rate must be <= train.learning_rate"));
+    c = Config();
+    c.train.warmup_steps = -1;
+    CHECK_THAT(validate_error(c), Contains("train.warmup_steps must be >= 0"));
+    c = Config();
+    c.train.weight_decay = 1.5;
+    CHECK_THAT(validate_error(c), Contains("train.weight_decay must be in [0, 1), got 1.5"));
+    c = Config();
+    c.model.encoder.word_dropout = 1.0;
+    CHECK_THAT(validate_error(c), Contains("model.encoder.word_dropout must be in [0, 1)"));
+    c = Config();
+    c.model.decoder.word_dropout = -0.1;
+    CHECK_THAT(validate_error(c), Contains("model.decoder.word_dropout must be in [0, 1)"));
   }
   SECTION("tokenizer") {
     c.tokenizer.vocab_size = 4;
@@ -781,7 +811,7 @@ TEST_CASE("config: every shipped config resolves to what its full copy resolved 
     CHECK(attnmt::config_to_yaml(attnmt::load_config_file(config.string())) == expected);
     ++count;
   }
-  CHECK(count == 22);
+  CHECK(count == 23);
 }
 
 TEST_CASE("config: the minimal YAML has only what differs from the defaults, and gives the same config",

@@ -96,6 +96,7 @@ AttentionConfig test_config(const std::string& name) {
   config.window = 2;
   config.heads = 2;
   config.max_area = 2;
+  config.chunk_size = 2;      // chunkwise: chunks cut at the sentence's start and end on S = 6
   config.max_positions = 4;   // luong_location: S = 6 exercises the shared tail scores
   config.hard_decode = false; // monotonic: the differentiable expected alignment (hard: own test)
   return config;
@@ -115,8 +116,11 @@ std::vector<AttentionConfig> all_configs() {
 std::string label(const AttentionConfig& c) { return c.type + (c.coverage ? "+coverage" : ""); }
 
 // Variants whose weights are not a distribution: local_p (Gaussian-weighted, not renormalised,
-// as in the paper) and monotonic (expected alignment: the rest is "attend nowhere").
-bool sums_to_one(const std::string& name) { return name != "local_p" && name != "monotonic"; }
+// as in the paper), monotonic (expected alignment: the rest is "attend nowhere") and chunkwise
+// (its weights sum to the monotonic head's).
+bool sums_to_one(const std::string& name) {
+  return name != "local_p" && name != "monotonic" && name != "chunkwise";
+}
 
 Fixture make_fixture(const AttentionConfig& config, torch::Dtype dtype, uint64_t seed) {
   torch::manual_seed(seed);

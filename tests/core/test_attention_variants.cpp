@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "attention/chunkwise.h"
 #include "attention/hard.h"
 #include "attention/local_p.h"
 #include "attention/monotonic.h"
@@ -240,6 +241,92 @@ TEST_CASE("monotonic: hard decoding picks the first p >= 0.5 and never moves lef
   }
   REQUIRE(moves > 0);  // the test exercised moving right
   CHECK(make(config_of("monotonic"), 4, 4)->named_parameters()["r"].item<double>() == -4.0);  // the default
+}
+
+TEST_CASE("chunkwise: beta equals MoChA's eq. 13 summed term by term", "[attention][chunkwise]") {
+  torch::manual_seed(12);
+  const int64_t B = 3, S = 7;
+  auto mask = mask_of({7, 5, 1}, S);
+  auto alpha = torch::rand({B, S}, kDouble).masked_fill(mask.logical_not(), 0.0);
+  alpha = alpha / (alpha.sum(1, true) * 1.25);  // an expected alignment: sums to 0.8
+  auto u = torch::randn({B, S}, kDouble) * 3;
+  for (const int64_t w : {1, 2, 3, 9}) {
+    auto beta = chunkwise_weights(alpha, u, mask, w);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t n = mask[b].sum().item<int64_t>();
+      double total = 0;
+      for (int64_t k = 0; k < S; ++k) {
+        // beta_k = sum_{j=k}^{k+w-1} alpha_j exp(u_k) / sum_{l=j-w+1}^{j} exp(u_l), over real positions
+        double expected = 0;
+        for (int64_t j = k; j < std::min(k + w, n); ++j) {
+          double chunk = 0;
+          for (int64_t l = std::max<int64_t>(0, j - w + 1); l <= j; ++l) chunk += std::exp(u[b][l].item<double>());
+          expected += alpha[b][j].item<double>() * std::exp(u[b][k].item<double>()) / chunk;
+        }
+        if (k >= n) expected = 0;
+        INFO("w " << w << " b " << b << " k " << k);
+        REQUIRE(beta[b][k].item<double>() == Approx(expected).margin(1e-12));
+        if (k >= n) REQUIRE(beta[b][k].item<double>() == 0.0);  // padding: exactly zero
+        total += beta[b][k].item<double>();
+      }
+      REQUIRE(total == Approx(alpha[b].sum().item<double>()).epsilon(1e-12));  // sum beta = sum alpha
+    }
+    if (w == 1) REQUIRE(torch::allclose(beta, alpha, 0, 1e-15));  // a chunk of one: beta = alpha
+  }
+}
+
+TEST_CASE("chunkwise: hard decoding is a softmax over the chunk ending at the monotonic stop", "[attention][chunkwise]") {
+  torch::manual_seed(13);
+  for (const int64_t w : {1, 3}) {
+    auto config = config_of("chunkwise");
+    config.chunk_size = static_cast<int>(w);
+    config.score_bias_init = 0.0;  // p near 0.5: the stop moves
+    auto attention = make(config, 4, 4);
+    auto& monotonic = dynamic_cast<MonotonicAttention&>(*attention);
+    const int64_t B = 4, S = 9;
+    auto memory = torch::randn({B, S, 4}, kDouble);
+    auto mask = mask_of({9, 6, 3, 9}, S);
+    auto mem = attention->prepare(memory, mask);
+    auto state = attention->initial_state(mem);
+    std::vector<int64_t> last(B, 0);
+    std::vector<bool> stopped(B, false);
+    int64_t moves = 0;
+    for (int64_t t = 0; t < 12; ++t) {
+      auto query = torch::randn({B, 4}, kDouble) * 3;
+      auto p = monotonic.selection_probabilities(query, mem);
+      auto out = attention->forward(query, mem, state, t);
+      state = out.state;
+      for (int64_t b = 0; b < B; ++b) {
+        int64_t stop = -1;
+        for (int64_t i = stopped[b] ? S : last[b]; i < S; ++i) {
+          if (mask[b][i].item<bool>() && p[b][i].item<double>() >= 0.5) {
+            stop = i;
+            break;
+          }
+        }
+        auto row = out.weights[b];
+        INFO("w " << w << " t " << t << " b " << b);
+        if (stop < 0) {  // nowhere left to stop: no weight, no context, and never again
+          REQUIRE(row.abs().sum().item<double>() == 0.0);
+          REQUIRE(out.context[b].abs().sum().item<double>() == 0.0);
+          stopped[b] = true;
+          continue;
+        }
+        const int64_t first = std::max<int64_t>(0, stop - w + 1);
+        REQUIRE(row.narrow(0, first, stop - first + 1).sum().item<double>() == Approx(1.0).epsilon(1e-12));
+        for (int64_t k = 0; k < S; ++k) {
+          if (k < first || k > stop) REQUIRE(row[k].item<double>() == 0.0);  // outside the chunk: exactly 0
+          else REQUIRE(row[k].item<double>() > 0.0);
+        }
+        REQUIRE(torch::allclose(out.context[b], torch::matmul(row, memory[b])));
+        // the state is the monotonic head's (one-hot at the stop), not the chunk's weights
+        REQUIRE(state.tensors.at(0)[b][stop].item<double>() == 1.0);
+        moves += stop > last[b];
+        last[b] = stop;
+      }
+    }
+    REQUIRE(moves > 0);
+  }
 }
 
 TEST_CASE("luong_location: weights depend on the query only", "[attention][luong_location]") {

@@ -157,6 +157,60 @@ TEST_CASE("translate --hard-decode switches monotonic attention between hard and
   fs::remove_all(dir);
 }
 
+TEST_CASE("translate --streaming: chunkwise attention decodes a stream and reports its lagging", "[e2e][streaming]") {
+  auto dir = temp_dir("streaming");
+  auto config = tiny_config(dir / "model", 20);
+  config.replace(config.find("type: luong_general"), 19, "type: chunkwise");
+  write(dir / "config.yaml", config);
+  auto train = run("train " + (dir / "config.yaml").string());
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
+  const auto model = " --model " + (dir / "model").string() + " --input " + src;
+  auto greedy = run("translate" + model + " --beam-size 1 --output " + (dir / "greedy.en").string());
+  INFO(greedy.output);
+  REQUIRE(greedy.status == 0);
+  // Waiting for the whole sentence (a lookahead longer than any line) is full-sentence greedy decoding.
+  auto waited = run("translate" + model + " --streaming --lookahead 1000 --output " + (dir / "waited.en").string());
+  INFO(waited.output);
+  REQUIRE(waited.status == 0);
+  REQUIRE(attnmt::read_lines((dir / "waited.en").string()) == attnmt::read_lines((dir / "greedy.en").string()));
+  auto streamed = run("translate" + model + " --streaming --output " + (dir / "streamed.en").string() + " --delays " +
+                      (dir / "delays.tsv").string() + " --stats " + (dir / "stats.json").string());
+  INFO(streamed.output);
+  REQUIRE(streamed.status == 0);
+  REQUIRE(streamed.output.find("average lagging") != std::string::npos);
+  const auto lines = attnmt::read_lines(src);
+  const auto delays = attnmt::read_lines((dir / "delays.tsv").string());
+  REQUIRE(delays.size() == lines.size());
+  REQUIRE(attnmt::read_lines((dir / "streamed.en").string()).size() == lines.size());
+  double mean = 0;
+  for (const auto& line : delays) {
+    std::istringstream in(line);
+    double lagging = 0;
+    in >> lagging;
+    mean += lagging / static_cast<double>(delays.size());
+    int64_t previous = 0, d = 0;
+    while (in >> d) {  // the source tokens read: never fewer than before
+      REQUIRE(d >= std::max<int64_t>(previous, 1));
+      previous = d;
+    }
+  }
+  const auto stats = nlohmann::json::parse(attnmt::read_file((dir / "stats.json").string()));
+  REQUIRE(stats.at("average_lagging").get<double>() == Approx(mean).margin(1e-3));
+  // What streaming cannot do: one line each, exit 2.
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --lookahead 2", "only with --streaming"},
+           {" --streaming --hard-decode false", "hard_decode: false"},
+           {" --streaming --n-best 2", "not with --n-best"}}) {
+    auto r = run("translate" + model + flags);
+    INFO(flags << ": " << r.output);
+    REQUIRE(r.status == 2);
+    REQUIRE(r.output.find(message) != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("user errors are one line and exit 2", "[e2e]") {
   auto dir = temp_dir("errors");
   SECTION("unknown config key") {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "config/config.h"
 #include "train/optimizer.h"
 
 namespace {
@@ -96,4 +97,66 @@ TEST_CASE("other optimizers get their gradients scaled, then their own step", "[
   }
   attnmt::optimizer_step(sgd, 0.25);
   for (size_t i = 0; i < ps.size(); ++i) CHECK(torch::allclose(ps[i], expected[i]));
+}
+
+TEST_CASE("train.weight_decay: the one-pass Adam with decoupled decay equals torch::optim::AdamW", "[optimizer]") {
+  const double scale = GENERATE(1.0, 0.37);
+  auto fused = make_parameters(13);
+  auto reference = copies(fused);
+  const double lr = 0.01, decay = 0.1;
+  torch::optim::Adam a(fused, torch::optim::AdamOptions(lr).betas({0.9, 0.98}).eps(1e-8));
+  torch::optim::AdamW b(reference, torch::optim::AdamWOptions(lr).betas({0.9, 0.98}).eps(1e-8).weight_decay(decay));
+  torch::manual_seed(17);
+  for (int step = 0; step < 6; ++step) {
+    for (size_t i = 0; i < fused.size(); ++i) {
+      const auto g = torch::randn(fused[i].sizes());
+      fused[i].mutable_grad() = g.clone();
+      reference[i].mutable_grad() = g * scale;
+    }
+    attnmt::optimizer_step(a, scale, decay);
+    b.step();
+    for (size_t i = 0; i < fused.size(); ++i) {
+      INFO("scale " << scale << " step " << step << " parameter " << i);
+      CHECK(torch::allclose(fused[i], reference[i], 1e-5, 1e-6));
+    }
+  }
+}
+
+TEST_CASE("learning-rate schedules: warm-up, inverse square root, cosine", "[optimizer][schedule]") {
+  attnmt::TrainConfig t;
+  t.learning_rate = 1e-3;
+  t.min_learning_rate = 1e-5;
+  SECTION("constant and plateau follow the current rate, warmed up linearly") {
+    for (const std::string schedule : {"constant", "plateau"}) {
+      t.lr_schedule = schedule;
+      t.warmup_steps = 0;
+      CHECK(attnmt::scheduled_learning_rate(t, 5e-4, 1) == 5e-4);
+      t.warmup_steps = 4;
+      CHECK(attnmt::scheduled_learning_rate(t, 5e-4, 1) == Approx(5e-4 / 4));
+      CHECK(attnmt::scheduled_learning_rate(t, 5e-4, 3) == Approx(5e-4 * 3 / 4));
+      CHECK(attnmt::scheduled_learning_rate(t, 5e-4, 4) == Approx(5e-4));
+      CHECK(attnmt::scheduled_learning_rate(t, 5e-4, 100) == 5e-4);
+    }
+  }
+  SECTION("inverse_sqrt: lr * min(step / warmup, sqrt(warmup / step))") {
+    t.lr_schedule = "inverse_sqrt";
+    t.warmup_steps = 100;
+    for (int64_t step : {1, 50, 100, 101, 400, 10000}) {
+      const double s = static_cast<double>(step);
+      INFO("step " << step);
+      CHECK(attnmt::scheduled_learning_rate(t, 123.0, step) == Approx(1e-3 * std::min(s / 100, std::sqrt(100 / s))));
+    }
+  }
+  SECTION("cosine: from lr after the warm-up to min_learning_rate at max_steps, then flat") {
+    t.lr_schedule = "cosine";
+    t.warmup_steps = 10;
+    t.max_steps = 110;
+    CHECK(attnmt::scheduled_learning_rate(t, 123.0, 5) == Approx(1e-3 * 0.5));
+    CHECK(attnmt::scheduled_learning_rate(t, 123.0, 10) == Approx(1e-3));
+    CHECK(attnmt::scheduled_learning_rate(t, 123.0, 60) == Approx(1e-5 + (1e-3 - 1e-5) * 0.5));  // half way: cos = 0
+    CHECK(attnmt::scheduled_learning_rate(t, 123.0, 35) ==
+          Approx(1e-5 + (1e-3 - 1e-5) * 0.5 * (1 + std::cos(M_PI * 0.25))));
+    CHECK(attnmt::scheduled_learning_rate(t, 123.0, 110) == Approx(1e-5));
+    CHECK(attnmt::scheduled_learning_rate(t, 123.0, 500) == Approx(1e-5));
+  }
 }

@@ -143,3 +143,23 @@ TEST_CASE("dropout rebuilds its mask in backward: x * mask in every type and lay
     CHECK(torch::equal(leaf.grad(), upstream * mask.to(type)));
   }
 }
+
+TEST_CASE("word dropout zeroes whole token vectors, scales the rest, and only in training", "[replicas][dropout]") {
+  torch::manual_seed(5);
+  auto x = torch::randn({40, 50, 8});  // [T, B, E]: 2,000 tokens
+  torch::Tensor y;
+  {
+    RandomStreamScope stream(replica_stream_seed(99, 0, 0, 1));
+    y = word_dropout(x, 0.25, true);
+  }
+  auto dropped = y.abs().sum(2).eq(0);  // [T, B]
+  for (int64_t t = 0; t < 40; ++t) {
+    for (int64_t b = 0; b < 50; ++b) {
+      if (dropped[t][b].item<bool>()) continue;
+      REQUIRE(torch::allclose(y[t][b], x[t][b] / 0.75));  // a kept token: all of it, scaled
+    }
+  }
+  REQUIRE(dropped.to(torch::kFloat).mean().item<double>() == Approx(0.25).margin(0.03));
+  REQUIRE(torch::equal(word_dropout(x, 0.25, false), x));
+  REQUIRE(torch::equal(word_dropout(x, 0.0, true), x));
+}

@@ -1,0 +1,46 @@
+#include "attention/chunkwise.h"
+
+namespace attnmt {
+
+namespace {
+
+constexpr double kTinySum = 1e-30;  // floor of a chunk's sum of exp(u) (all its terms underflowed)
+
+// out_j = sum_{l=j-w+1}^{j} x_l (window ending at j: `ending`) or sum_{l=j}^{j+w-1} x_l (starting at j).
+torch::Tensor moving_sum(const torch::Tensor& x, int64_t w, bool ending) {
+  namespace F = torch::nn::functional;
+  auto padded = F::pad(x, F::PadFuncOptions(ending ? std::vector<int64_t>{w - 1, 0} : std::vector<int64_t>{0, w - 1}));
+  return padded.unfold(1, w, 1).sum(2);  // [B, S]
+}
+
+}  // namespace
+
+torch::Tensor chunkwise_weights(const torch::Tensor& alpha, const torch::Tensor& energies, const torch::Tensor& mask,
+                                int64_t chunk_size) {
+  auto u = energies.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
+  auto top = std::get<0>(u.max(1, /*keepdim=*/true)).detach();  // [B, 1]; every row has a real position
+  auto e = torch::exp(u - top);                                  // [B, S], exactly 0 on padding
+  auto chunk_sums = moving_sum(e, chunk_size, /*ending=*/true).clamp_min(kTinySum);
+  return e * moving_sum(alpha / chunk_sums, chunk_size, /*ending=*/false);
+}
+
+ChunkwiseAttention::ChunkwiseAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
+    : MonotonicAttention(config, query_size, memory_size),
+      chunk_size_(config.chunk_size),
+      chunk_energy_(*this, ScoreKind::kConcat, query_size, memory_size,
+                    additive_hidden_size(config.hidden_size, query_size), /*coverage=*/false, "chunkwise") {}
+
+AttentionMemory ChunkwiseAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
+  auto m = MonotonicAttention::prepare(memory, mask);
+  m.extra = {chunk_energy_.keys(memory)};  // [B, S, A]
+  return m;
+}
+
+AttentionOutput ChunkwiseAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
+                                            const AttentionState& state, int64_t /*step*/) {
+  auto alpha = alignment(query, memory, state.tensors.at(0));                  // [B, S]
+  auto beta = chunkwise_weights(alpha, chunk_energy_(query, memory.extra.at(0)), memory.mask, chunk_size_);
+  return {weighted_sum(beta, memory.values), beta, AttentionState{{alpha}}};
+}
+
+}  // namespace attnmt

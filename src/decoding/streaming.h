@@ -1,0 +1,62 @@
+// Streaming (simultaneous) decoding: the source arrives a token at a time and target tokens are
+// written as soon as the model's monotonic head allows -- the Neural Transducer's promise (Jaitly
+// et al., 2016) in the form of MoChA (Chiu & Raffel, 2018) and hard monotonic attention (Raffel
+// et al., 2017), whose head never reads right of where it stops.
+//
+// The policy, greedy: with g source tokens read, the model decodes the next target token from the
+// prefix x_1..x_g (encoded as a complete input; no end of sentence until the stream ends). It
+// WRITES the token when the head stopped at a position j <= g - 1 - lookahead (0-based) and the
+// token is not the end of sentence; otherwise it READS one more source token and decodes the same
+// step again. Once the whole source is read (end of sentence appended), it writes whatever the model
+// gives. A bidirectional encoder's states of x_1..x_g change as tokens arrive, so after each READ
+// the prefix is encoded again and the target tokens written so far are replayed (teacher-forced);
+// the written tokens never change. With lookahead >= the source length the policy reads
+// everything first: the output is then greedy search's on the whole sentence.
+// Latency: average lagging (Ma et al., 2019, STACL, eq. 4) over the source subwords read when each
+// target subword is written.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "data/tokenizer.h"
+#include "decoding/search.h"
+#include "decoding/step_model.h"
+
+namespace attnmt {
+
+struct StreamingOptions {
+  SearchOptions search;  // max_length_ratio, max_length bound the output (as greedy search's)
+  int lookahead = 0;     // source tokens read past the head's stop before a token is written
+  int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
+  int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
+};
+
+struct StreamedSentence {
+  std::vector<int64_t> tokens;  // written target tokens (no eos)
+  std::vector<int64_t> delays;  // source tokens read when each was written (1..source length)
+  int64_t source_tokens = 0;    // |x|, without eos
+  bool finished = true;         // false when cut at the maximum length
+};
+
+// One sentence's stream: source = its token ids without eos. The model's attention must stop
+// hard (StepResult::attention all zero = nothing to stop at in what was read).
+StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options);
+
+// AL = 1/tau sum_{t=1}^{tau} (g(t) - (t - 1) |x| / |y|), tau = the first t with g(t) = |x| (or
+// |y| if none); 0 for an empty output or source.
+double average_lagging(const std::vector<int64_t>& delays, int64_t source_tokens);
+
+struct StreamedLine {
+  std::string text;             // detokenized ("" for a blank line)
+  std::vector<int64_t> delays;  // as StreamedSentence
+  int64_t source_tokens = 0;
+  double lagging = 0;           // average_lagging
+};
+
+// stream_sentence over each line (tokenized here), sentences spread over workers.
+std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& tokenizers,
+                                       const std::vector<std::string>& lines, const StreamingOptions& options);
+
+}  // namespace attnmt
