@@ -35,6 +35,15 @@ torch::Tensor mask_of(const std::vector<int64_t>& lengths, int64_t S) {
   return torch::arange(S).unsqueeze(0) < len.unsqueeze(1);
 }
 
+// The hard monotonic stop (Raffel et al. 2017, algorithm 1) by hand: the first real position
+// i >= from with p_i >= 0.5, or -1. p, mask: one sentence's [S].
+int64_t first_stop(const torch::Tensor& p, const torch::Tensor& mask, int64_t from) {
+  for (int64_t i = from; i < p.size(0); ++i) {
+    if (mask[i].item<bool>() && p[i].item<double>() >= 0.5) return i;
+  }
+  return -1;
+}
+
 }  // namespace
 
 TEST_CASE("local_m attends only inside [p_t - D, p_t + D] with p_t = min(t, S - 1)", "[attention][local_m]") {
@@ -216,13 +225,7 @@ TEST_CASE("monotonic: hard decoding picks the first p >= 0.5 and never moves lef
     state = out.state;
     for (int64_t b = 0; b < B; ++b) {
       // Expected: the first real i >= last with p >= 0.5, or none.
-      int64_t expected = -1;
-      for (int64_t i = stopped[b] ? S : last[b]; i < S; ++i) {
-        if (mask[b][i].item<bool>() && p[b][i].item<double>() >= 0.5) {
-          expected = i;
-          break;
-        }
-      }
+      const int64_t expected = first_stop(p[b], mask[b], stopped[b] ? S : last[b]);
       auto row = out.weights[b];
       INFO("t " << t << " b " << b);
       if (expected < 0) {
@@ -297,13 +300,7 @@ TEST_CASE("chunkwise: hard decoding is a softmax over the chunk ending at the mo
       auto out = attention->forward(query, mem, state, t);
       state = out.state;
       for (int64_t b = 0; b < B; ++b) {
-        int64_t stop = -1;
-        for (int64_t i = stopped[b] ? S : last[b]; i < S; ++i) {
-          if (mask[b][i].item<bool>() && p[b][i].item<double>() >= 0.5) {
-            stop = i;
-            break;
-          }
-        }
+        const int64_t stop = first_stop(p[b], mask[b], stopped[b] ? S : last[b]);
         auto row = out.weights[b];
         INFO("w " << w << " t " << t << " b " << b);
         if (stop < 0) {  // nowhere left to stop: no weight, no context, and never again

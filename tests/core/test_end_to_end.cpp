@@ -14,6 +14,20 @@
 namespace fs = std::filesystem;
 using namespace attnmt::test;
 
+namespace {
+
+// Trains the tiny config with another attention for 20 updates into dir/model.
+void train_tiny(const fs::path& dir, const std::string& attention) {
+  auto config = tiny_config(dir / "model", 20);
+  config.replace(config.find("type: luong_general"), 19, "type: " + attention);
+  write(dir / "config.yaml", config);
+  auto train = run("train " + (dir / "config.yaml").string());
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+}
+
+}  // namespace
+
 TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them", "[e2e]") {
   auto dir = temp_dir("overfit");
   write(dir / "config.yaml", tiny_config(dir / "model", 900));
@@ -130,12 +144,7 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
 
 TEST_CASE("translate --hard-decode switches monotonic attention between hard and expected alignment", "[e2e]") {
   auto dir = temp_dir("hard_decode");
-  auto config = tiny_config(dir / "model", 20);
-  config.replace(config.find("type: luong_general"), 19, "type: monotonic");
-  write(dir / "config.yaml", config);
-  auto train = run("train " + (dir / "config.yaml").string());
-  INFO(train.output);
-  REQUIRE(train.status == 0);
+  train_tiny(dir, "monotonic");
   const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
   // Hard: every attention entry is 0 or 1. Expected alignment: some entry lies strictly between.
   for (const bool hard : {true, false}) {
@@ -159,12 +168,7 @@ TEST_CASE("translate --hard-decode switches monotonic attention between hard and
 
 TEST_CASE("translate --streaming: chunkwise attention decodes a stream and reports its lagging", "[e2e][streaming]") {
   auto dir = temp_dir("streaming");
-  auto config = tiny_config(dir / "model", 20);
-  config.replace(config.find("type: luong_general"), 19, "type: chunkwise");
-  write(dir / "config.yaml", config);
-  auto train = run("train " + (dir / "config.yaml").string());
-  INFO(train.output);
-  REQUIRE(train.status == 0);
+  train_tiny(dir, "chunkwise");
   const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
   const auto model = " --model " + (dir / "model").string() + " --input " + src;
   auto greedy = run("translate" + model + " --beam-size 1 --output " + (dir / "greedy.en").string());
