@@ -402,13 +402,13 @@ std::vector<std::vector<size_t>> Trainer::epoch_batches(int64_t epoch, int64_t w
                       /*shuffle=*/true, t.seed, static_cast<int>(epoch), static_cast<size_t>(cfg_.data.batch_window));
 }
 
-// One update on a global batch. Each rank trains on its slice of it and back-propagates its
-// share of the loss averaged over the global batch's target tokens; the summed gradients are
-// then exactly those of one process on the whole batch.
 double Trainer::applied_learning_rate() const {
   return scheduled_learning_rate(cfg_.train, progress_.learning_rate, std::max<int64_t>(progress_.step, 1));
 }
 
+// One update on a global batch. Each rank trains on its slice of it and back-propagates its
+// share of the loss averaged over the global batch's target tokens; the summed gradients are
+// then exactly those of one process on the whole batch.
 bool Trainer::update(const std::vector<size_t>& global_batch) {
   const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
   reseed_other_ranks();

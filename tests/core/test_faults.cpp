@@ -34,10 +34,17 @@ TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "
   auto dir = temp_dir("exact_resume");
   // dropout on (the RNG must be restored), Adam (its moments too), validation every 7 updates;
   // 30 pairs in batches of 8 = 4 batches per epoch, so the stop falls inside an epoch.
+  // Also with the step-numbered schedule (warm-up, inverse square root), decoupled weight decay and
+  // word dropout (its masks from the restored RNG).
+  const std::string extra = GENERATE(std::string(""),
+                                     std::string(" --set train.lr_schedule=inverse_sqrt --set train.warmup_steps=10"
+                                                 " --set train.weight_decay=0.01 --set model.encoder.word_dropout=0.2"
+                                                 " --set model.decoder.word_dropout=0.2"));
+  INFO("settings:" << extra);
   write(dir / "c.yaml", tiny_config(dir / "straight", 21));
   const std::string cfg = (dir / "c.yaml").string() +
                           " --set train.batch_size=8 --set train.valid_every=7"
-                          " --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3";
+                          " --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3" + extra;
   auto straight = run("train " + cfg);
   INFO(straight.output);
   REQUIRE(straight.status == 0);
@@ -214,12 +221,17 @@ TEST_CASE("SIGTERM and SIGINT save a checkpoint and exit 0 within seconds", "[re
 TEST_CASE("SIGTERM in the middle of an epoch, then --resume: the straight run, bit for bit", "[reliability][e2e]") {
   // Batches of 2 pairs: 15 updates an epoch, validations every 25, dropout on, the plateau
   // schedule on; the signal lands wherever the training is after step 40.
+  // Also with the cosine schedule (its length is max_steps, so a run is stopped by a signal, not
+  // by a lower max_steps), warm-up, decoupled weight decay and word dropout.
   auto dir = temp_dir("signal_exact");
+  const std::string schedule = GENERATE(std::string(" --set train.lr_schedule=plateau --set train.lr_patience=1"),
+                                        std::string(" --set train.lr_schedule=cosine --set train.warmup_steps=20"
+                                                    " --set train.weight_decay=0.01 --set model.decoder.word_dropout=0.2"));
+  INFO("settings:" << schedule);
   write(dir / "c.yaml", tiny_config(dir / "straight", 150));
   const std::string cfg = (dir / "c.yaml").string() +
-                          " --set train.batch_size=2 --set train.valid_every=25 --set train.report_every=20"
-                          " --set train.lr_schedule=plateau --set train.lr_patience=1"
-                          " --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3";
+                          " --set train.batch_size=2 --set train.valid_every=25 --set train.report_every=20" +
+                          schedule + " --set model.encoder.dropout=0.3 --set model.decoder.dropout=0.3";
   auto straight = run("train " + cfg);
   INFO(straight.output);
   REQUIRE(straight.status == 0);
