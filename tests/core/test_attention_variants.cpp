@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 
 #include "attention/chunkwise.h"
 #include "attention/hard.h"
@@ -42,6 +43,45 @@ int64_t first_stop(const torch::Tensor& p, const torch::Tensor& mask, int64_t fr
     if (mask[i].item<bool>() && p[i].item<double>() >= 0.5) return i;
   }
   return -1;
+}
+
+// Drives a hard-decoding monotonic head (monotonic, chunkwise) for 12 steps over 4 sentences of
+// random states and queries. Each sentence's expected stop is computed by hand (first_stop, from
+// where it stopped last); where there is none, the step must give no weight and no context, and
+// every later step too. Otherwise check(b, stop, out, memory) tests the step. Returns how many
+// times a stop moved right.
+int64_t drive_hard_head(Attention& attention,
+                        const std::function<void(int64_t, int64_t, const AttentionOutput&, const torch::Tensor&)>& check) {
+  auto& monotonic = dynamic_cast<MonotonicAttention&>(attention);
+  const int64_t B = 4, S = 9;
+  auto memory = torch::randn({B, S, 4}, kDouble);
+  auto mask = mask_of({9, 6, 3, 9}, S);
+  auto mem = attention.prepare(memory, mask);
+  auto state = attention.initial_state(mem);
+  std::vector<int64_t> last(B, 0);  // alpha_0 is one-hot at position 0
+  std::vector<bool> stopped(B, false);
+  int64_t moves = 0;
+  for (int64_t t = 0; t < 12; ++t) {
+    auto query = torch::randn({B, 4}, kDouble) * 3;
+    auto p = monotonic.selection_probabilities(query, mem);
+    auto out = attention.forward(query, mem, state, t);
+    state = out.state;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t stop = first_stop(p[b], mask[b], stopped[b] ? S : last[b]);
+      INFO("t " << t << " b " << b);
+      if (stop < 0) {
+        REQUIRE(out.weights[b].abs().sum().item<double>() == 0.0);
+        REQUIRE(out.context[b].abs().sum().item<double>() == 0.0);
+        stopped[b] = true;
+        continue;
+      }
+      REQUIRE(stop >= last[b]);
+      check(b, stop, out, memory);
+      moves += stop > last[b];
+      last[b] = stop;
+    }
+  }
+  return moves;
 }
 
 }  // namespace
@@ -209,39 +249,13 @@ TEST_CASE("monotonic: hard decoding picks the first p >= 0.5 and never moves lef
   config.score_bias_init = 0.0;  // p near 0.5: choices vary step to step
   auto attention = make(config, 4, 4);
   REQUIRE(attention->named_parameters()["r"].item<double>() == 0.0);
-  auto& monotonic = dynamic_cast<MonotonicAttention&>(*attention);
-  const int64_t B = 4, S = 9;
-  auto memory = torch::randn({B, S, 4}, kDouble);
-  auto mask = mask_of({9, 6, 3, 9}, S);
-  auto mem = attention->prepare(memory, mask);
-  auto state = attention->initial_state(mem);
-  std::vector<int64_t> last(B, 0);  // alpha_0 is one-hot at position 0
-  std::vector<bool> stopped(B, false);
-  int64_t moves = 0;
-  for (int64_t t = 0; t < 12; ++t) {
-    auto query = torch::randn({B, 4}, kDouble) * 3;
-    auto p = monotonic.selection_probabilities(query, mem);
-    auto out = attention->forward(query, mem, state, t);
-    state = out.state;
-    for (int64_t b = 0; b < B; ++b) {
-      // Expected: the first real i >= last with p >= 0.5, or none.
-      const int64_t expected = first_stop(p[b], mask[b], stopped[b] ? S : last[b]);
-      auto row = out.weights[b];
-      INFO("t " << t << " b " << b);
-      if (expected < 0) {
-        REQUIRE(row.abs().sum().item<double>() == 0.0);
-        REQUIRE(out.context[b].abs().sum().item<double>() == 0.0);
-        stopped[b] = true;
-      } else {
-        REQUIRE(row.sum().item<double>() == 1.0);
-        REQUIRE(row[expected].item<double>() == 1.0);
-        REQUIRE(expected >= last[b]);
-        moves += expected > last[b];
-        last[b] = expected;
-        REQUIRE(torch::allclose(out.context[b], memory[b][expected]));
-      }
-    }
-  }
+  const int64_t moves = drive_hard_head(*attention, [](int64_t b, int64_t stop, const AttentionOutput& out,
+                                                      const torch::Tensor& memory) {
+    auto row = out.weights[b];
+    REQUIRE(row.sum().item<double>() == 1.0);
+    REQUIRE(row[stop].item<double>() == 1.0);
+    REQUIRE(torch::allclose(out.context[b], memory[b][stop]));
+  });
   REQUIRE(moves > 0);  // the test exercised moving right
   CHECK(make(config_of("monotonic"), 4, 4)->named_parameters()["r"].item<double>() == -4.0);  // the default
 }
@@ -281,47 +295,24 @@ TEST_CASE("chunkwise: beta equals MoChA's eq. 13 summed term by term", "[attenti
 TEST_CASE("chunkwise: hard decoding is a softmax over the chunk ending at the monotonic stop", "[attention][chunkwise]") {
   torch::manual_seed(13);
   for (const int64_t w : {1, 3}) {
+    INFO("w " << w);
     auto config = config_of("chunkwise");
     config.chunk_size = static_cast<int>(w);
     config.score_bias_init = 0.0;  // p near 0.5: the stop moves
     auto attention = make(config, 4, 4);
-    auto& monotonic = dynamic_cast<MonotonicAttention&>(*attention);
-    const int64_t B = 4, S = 9;
-    auto memory = torch::randn({B, S, 4}, kDouble);
-    auto mask = mask_of({9, 6, 3, 9}, S);
-    auto mem = attention->prepare(memory, mask);
-    auto state = attention->initial_state(mem);
-    std::vector<int64_t> last(B, 0);
-    std::vector<bool> stopped(B, false);
-    int64_t moves = 0;
-    for (int64_t t = 0; t < 12; ++t) {
-      auto query = torch::randn({B, 4}, kDouble) * 3;
-      auto p = monotonic.selection_probabilities(query, mem);
-      auto out = attention->forward(query, mem, state, t);
-      state = out.state;
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t stop = first_stop(p[b], mask[b], stopped[b] ? S : last[b]);
-        auto row = out.weights[b];
-        INFO("w " << w << " t " << t << " b " << b);
-        if (stop < 0) {  // nowhere left to stop: no weight, no context, and never again
-          REQUIRE(row.abs().sum().item<double>() == 0.0);
-          REQUIRE(out.context[b].abs().sum().item<double>() == 0.0);
-          stopped[b] = true;
-          continue;
-        }
-        const int64_t first = std::max<int64_t>(0, stop - w + 1);
-        REQUIRE(row.narrow(0, first, stop - first + 1).sum().item<double>() == Approx(1.0).epsilon(1e-12));
-        for (int64_t k = 0; k < S; ++k) {
-          if (k < first || k > stop) REQUIRE(row[k].item<double>() == 0.0);  // outside the chunk: exactly 0
-          else REQUIRE(row[k].item<double>() > 0.0);
-        }
-        REQUIRE(torch::allclose(out.context[b], torch::matmul(row, memory[b])));
-        // the state is the monotonic head's (one-hot at the stop), not the chunk's weights
-        REQUIRE(state.tensors.at(0)[b][stop].item<double>() == 1.0);
-        moves += stop > last[b];
-        last[b] = stop;
+    const int64_t moves = drive_hard_head(*attention, [&](int64_t b, int64_t stop, const AttentionOutput& out,
+                                                         const torch::Tensor& memory) {
+      auto row = out.weights[b];
+      const int64_t first = std::max<int64_t>(0, stop - w + 1);
+      REQUIRE(row.narrow(0, first, stop - first + 1).sum().item<double>() == Approx(1.0).epsilon(1e-12));
+      for (int64_t k = 0; k < row.size(0); ++k) {
+        if (k < first || k > stop) REQUIRE(row[k].item<double>() == 0.0);  // outside the chunk: exactly 0
+        else REQUIRE(row[k].item<double>() > 0.0);
       }
-    }
+      REQUIRE(torch::allclose(out.context[b], torch::matmul(row, memory[b])));
+      // the state is the monotonic head's (one-hot at the stop), not the chunk's weights
+      REQUIRE(out.state.tensors.at(0)[b][stop].item<double>() == 1.0);
+    });
     REQUIRE(moves > 0);
   }
 }
