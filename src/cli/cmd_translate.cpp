@@ -238,14 +238,18 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     TranslateOptions options = translate_options(dc);
     options.search.return_attention = !o->attention_out.empty();
     options.progress_label = "[translate]";
-    const auto lines = read_lines(o->input.empty() ? "-" : o->input);
     if (!o->streaming && (o->lookahead != 0 || !o->delays.empty())) {
       throw InputError(std::string(o->lookahead != 0 ? "--lookahead" : "--delays") + ": only with --streaming");
     }
     if (o->streaming) {
       check_streaming(members, {o->prefix.empty() ? "" : "--prefix", o->constraints.empty() ? "" : "--constraints",
                                 o->attention_out.empty() ? "" : "--attention-out", o->scores.empty() ? "" : "--scores",
-                                dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : ""});
+                                dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : "",
+                                dc.min_length > 0 ? "--min-length" : "",
+                                dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : ""});
+    }
+    const auto lines = read_lines(o->input.empty() ? "-" : o->input);
+    if (o->streaming) {
       auto step_model = make_step_model(loaded.model, dc, loaded.lexicon);
       translate_streaming(*step_model, loaded, lines, options, o->lookahead, o->output, o->delays, o->stats);
       return;

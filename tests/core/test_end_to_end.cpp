@@ -206,7 +206,8 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
            {" --lookahead 2", "only with --streaming"},
            {" --streaming --hard-decode false", "hard_decode: false"},
-           {" --streaming --n-best 2", "not with --n-best"}}) {
+           {" --streaming --n-best 2", "not with --n-best"},
+           {" --streaming --min-length 3", "not with --min-length"}}) {
     auto r = run("translate" + model + flags);
     INFO(flags << ": " << r.output);
     REQUIRE(r.status == 2);
