@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "decoding/translator.h"
 #include "parallel/workers.h"
-#include "util/logging.h"
 
 namespace attnmt {
 
@@ -87,20 +87,15 @@ double average_lagging(const std::vector<int64_t>& delays, int64_t source_tokens
 std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& tokenizers,
                                        const std::vector<std::string>& lines, const StreamingOptions& options) {
   std::vector<StreamedLine> results(lines.size());
-  std::atomic<size_t> next{0}, truncated{0};
+  const auto encoded = encode_sources(*tokenizers.src, lines, options.max_source_tokens);
+  std::atomic<size_t> next{0};
   const int workers = static_cast<int>(std::min<size_t>(resolve_workers(options.workers, model.device().is_cpu()),
                                                         std::max<size_t>(lines.size(), 1)));
   run_workers(workers, std::max(1, at::get_num_threads() / workers), [&](int) {
     try {
       for (size_t i; (i = next.fetch_add(1)) < lines.size();) {
-        if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;  // blank -> blank
-        auto ids = tokenizers.src->encode(lines[i]);
-        if (ids.empty()) continue;
-        if (static_cast<int>(ids.size()) > options.max_source_tokens) {
-          ids.resize(options.max_source_tokens);
-          ++truncated;
-        }
-        const auto s = stream_sentence(model, std::vector<int64_t>(ids.begin(), ids.end()), options);
+        if (encoded[i].empty()) continue;  // blank -> blank
+        const auto s = stream_sentence(model, std::vector<int64_t>(encoded[i].begin(), encoded[i].end()), options);
         auto& line = results[i];
         line.text = tokenizers.tgt->decode(std::vector<int>(s.tokens.begin(), s.tokens.end()));
         line.delays = s.delays;
@@ -112,10 +107,6 @@ std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& token
       throw;
     }
   });
-  if (truncated > 0) {
-    spdlog::warn("[decode] {} input line(s) longer than {} subwords were truncated", truncated.load(),
-                 options.max_source_tokens);
-  }
   return results;
 }
 

@@ -77,6 +77,24 @@ std::function<SentenceGuide(size_t)> encode_guides(const LineGuides& guides, con
 
 }  // namespace
 
+std::vector<std::vector<int>> encode_sources(const Tokenizer& src, const std::vector<std::string>& lines,
+                                             int max_source_tokens) {
+  std::vector<std::vector<int>> encoded(lines.size());
+  size_t truncated = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;  // blank -> blank
+    encoded[i] = src.encode(lines[i]);
+    if (static_cast<int>(encoded[i].size()) > max_source_tokens) {
+      encoded[i].resize(max_source_tokens);
+      ++truncated;
+    }
+  }
+  if (truncated > 0) {
+    spdlog::warn("[decode] {} input line(s) longer than {} subwords were truncated", truncated, max_source_tokens);
+  }
+  return encoded;
+}
+
 std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,
                                                       const std::vector<std::string>& lines,
                                                       const TranslateOptions& options, const LineGuides& guides) {
@@ -91,24 +109,12 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   const auto device = model.device();
   const int64_t pad = Tokenizer::kPad;
   const int64_t eos = Tokenizer::kEos;
-  std::vector<std::vector<int>> encoded(lines.size());
+  const auto encoded = encode_sources(*tokenizers.src, lines, options.max_source_tokens);
   std::vector<size_t> order;
-  size_t truncated = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;  // blank -> blank
-    encoded[i] = tokenizers.src->encode(lines[i]);
-    if (encoded[i].empty()) continue;
-    if (static_cast<int>(encoded[i].size()) > options.max_source_tokens) {
-      encoded[i].resize(options.max_source_tokens);
-      ++truncated;
-    }
-    order.push_back(i);
+    if (!encoded[i].empty()) order.push_back(i);
   }
   const auto sentence_guide = encode_guides(guides, tokenizers, encoded, order, options.search);
-  if (truncated > 0) {
-    spdlog::warn("[decode] {} input line(s) longer than {} subwords were truncated", truncated,
-                 options.max_source_tokens);
-  }
   // Longest first: similar lengths share a batch, and the largest batch is allocated first.
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return encoded[a].size() > encoded[b].size(); });

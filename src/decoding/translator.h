@@ -40,6 +40,12 @@ struct LineGuides {
 // The decode.* section of a config as options (n-best, beam, penalties, length ratio, batch).
 TranslateOptions translate_options(const DecodeConfig& decode);
 
+// Each line's source subwords: a blank line, or one that encodes to nothing, stays empty; a line
+// longer than max_source_tokens is cut there (logged once, with how many were cut), so memory stays
+// bounded whatever the input.
+std::vector<std::vector<int>> encode_sources(const Tokenizer& src, const std::vector<std::string>& lines,
+                                             int max_source_tokens);
+
 // One n-best list per input line. A line's prefix is force-decoded before search goes on (the
 // translation then begins with it); its constraints are decoded as constraints.h describes.
 // InputError when guides have another number of lines than the input, or a line's constraints

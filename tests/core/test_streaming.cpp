@@ -3,11 +3,17 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <memory>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/streaming.h"
+#include "data/tokenizer.h"
 #include "model/seq2seq.h"
 
 using namespace attnmt;
@@ -109,6 +115,35 @@ TEST_CASE("streaming: the output stops at greedy search's maximum length", "[str
   const auto out = stream_sentence(model, {10, 11, 12, 13}, options);
   REQUIRE(out.tokens == std::vector<int64_t>{10, 11});
   REQUIRE_FALSE(out.finished);
+}
+
+TEST_CASE("streaming lines: blank lines stay blank, long lines are cut to max_source_tokens", "[streaming]") {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("attnmt_stream_lines_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  TokenizerConfig config;
+  config.type = "none";  // a token per word: ids 4.. for w0..w5, inside CopyModel's vocabulary
+  config.vocab_size = 10;
+  Tokenizer::train({"w0 w1 w2 w3 w4 w5"}, (dir / "w").string(), config, 1);
+  auto tokenizer = std::make_shared<Tokenizer>((dir / "w.model").string());
+  fs::remove_all(dir);
+  CopyModel model;  // copies the source: the output is the (cut) input
+  StreamingOptions options;
+  options.workers = 1;
+  options.lookahead = 100;
+  options.max_source_tokens = 3;
+  const auto out = stream_lines(model, {tokenizer, tokenizer}, {"w1 w2", "", " \t ", "w0 w1 w2 w3 w4"}, options);
+  REQUIRE(out.size() == 4);
+  CHECK(out[0].text == "w1 w2");
+  CHECK(out[0].delays == std::vector<int64_t>{2, 2});
+  for (const size_t blank : {1, 2}) {
+    CHECK(out[blank].text.empty());
+    CHECK(out[blank].delays.empty());
+    CHECK(out[blank].source_tokens == 0);
+  }
+  CHECK(out[3].text == "w0 w1 w2");
+  CHECK(out[3].source_tokens == 3);
+  CHECK(model.starts == 2 + 3);  // one encoding per prefix read; none for the blank lines
 }
 
 TEST_CASE("streaming real models: waiting for the whole source equals greedy search", "[streaming]") {
