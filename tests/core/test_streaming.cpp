@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/streaming.h"
 #include "data/tokenizer.h"
 #include "model/seq2seq.h"
+#include "program.h"
 
 using namespace attnmt;
 
@@ -118,15 +117,13 @@ TEST_CASE("streaming: the output stops at greedy search's maximum length", "[str
 }
 
 TEST_CASE("streaming lines: blank lines stay blank, long lines are cut to max_source_tokens", "[streaming]") {
-  namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / ("attnmt_stream_lines_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const auto dir = test::temp_dir("stream_lines");
   TokenizerConfig config;
   config.type = "none";  // a token per word: ids 4.. for w0..w5, inside CopyModel's vocabulary
   config.vocab_size = 10;
   Tokenizer::train({"w0 w1 w2 w3 w4 w5"}, (dir / "w").string(), config, 1);
   auto tokenizer = std::make_shared<Tokenizer>((dir / "w.model").string());
-  fs::remove_all(dir);
+  std::filesystem::remove_all(dir);
   CopyModel model;  // copies the source: the output is the (cut) input
   StreamingOptions options;
   options.workers = 1;
