@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "data/batcher.h"
+#include "data/corpus.h"
 #include "data/memo_encoder.h"
 #include "util/error.h"
 #include "util/progress.h"
@@ -142,14 +143,6 @@ std::string first_difference(const std::string& a, const std::string& b) {
 
 size_t padding(size_t n) { return (8 - n % 8) % 8; }
 
-// Lines left in a reader (for the "has N lines but" message).
-size_t count_rest(LineReader& reader) {
-  std::string line;
-  size_t n = 0;
-  while (reader.next(line)) ++n;
-  return n;
-}
-
 }  // namespace
 
 struct TokenCorpus::Impl {
@@ -238,7 +231,7 @@ std::string TokenCorpus::Impl::try_map(const std::string& key) {
 void TokenCorpus::Impl::build(const CorpusConfig& corpus, const Tokenizers& tokenizers, const std::string& key,
                               int threads, const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
-  LineReader src(corpus.src), tgt(corpus.tgt);
+  PairReader pairs(corpus, what);
   const uint32_t width = std::max(tokenizers.src->vocab_size(), tokenizers.tgt->vocab_size()) <= 65536 ? 2 : 4;
   const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   const size_t workers = std::max<size_t>(1, std::min(threads > 0 ? static_cast<size_t>(threads) : hardware, hardware));
@@ -272,15 +265,7 @@ void TokenCorpus::Impl::build(const CorpusConfig& corpus, const Tokenizers& toke
   for (;;) {
     size_t n = 0;
     for (; n < kBlockLines; ++n) {
-      const bool has_src = src.next(src_lines[n]);
-      const bool has_tgt = tgt.next(tgt_lines[n]);
-      if (has_src != has_tgt) {
-        const size_t src_count = src.line_number() + (has_src ? count_rest(src) : 0);
-        const size_t tgt_count = tgt.line_number() + (has_tgt ? count_rest(tgt) : 0);
-        throw InputError(what + ": '" + corpus.src + "' has " + std::to_string(src_count) + " lines but '" + corpus.tgt +
-                         "' has " + std::to_string(tgt_count));
-      }
-      if (!has_src) break;
+      if (!pairs.next(src_lines[n], tgt_lines[n])) break;
     }
     if (n == 0) break;
     if (!memo_checked) {

@@ -98,21 +98,12 @@ std::vector<size_t> count_pairs(const std::vector<CorpusConfig>& corpora) {
   size_t total = 0;
   for (size_t c = 0; c < corpora.size(); ++c) {
     const std::string what = corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1);
-    LineReader src(corpora[c].src), tgt(corpora[c].tgt);
-    for (;;) {
-      const bool has_src = src.next(a), has_tgt = tgt.next(b);
-      if (has_src != has_tgt) {
-        size_t src_count = src.line_number(), tgt_count = tgt.line_number();
-        for (; has_src && src.next(a);) ++src_count;
-        for (; has_tgt && tgt.next(b);) ++tgt_count;
-        throw InputError(what + ": '" + corpora[c].src + "' has " + std::to_string(src_count) + " lines but '" +
-                         corpora[c].tgt + "' has " + std::to_string(tgt_count));
-      }
-      if (!has_src) break;
+    PairReader pairs(corpora[c], what);
+    while (pairs.next(a, b)) {
       if (++total % 65536 == 0) progress.update(static_cast<int64_t>(total));
     }
-    if (src.line_number() == 0) throw InputError(what + ": '" + corpora[c].src + "' is empty");
-    counts.push_back(src.line_number());
+    if (pairs.line_number() == 0) throw InputError(what + ": '" + corpora[c].src + "' is empty");
+    counts.push_back(pairs.line_number());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("[data] counted {} pairs in {:.1f}s ({} pairs/s)", group_thousands(static_cast<int64_t>(total)), seconds,

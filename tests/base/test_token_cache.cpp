@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "data/batcher.h"
+#include "data/corpus.h"
 #include "data/memo_encoder.h"
 #include "data/token_cache.h"
 #include "data/tokenizer.h"
@@ -165,6 +166,38 @@ TEST_CASE("token cache: changed text, another vocabulary or a damaged file are r
     f.write("train.tgt", f.text.tgt);
     CHECK(TokenCorpus::open(f.corpus, f.tokenizers, f.cache(), 2, "train").built());
     CHECK_FALSE(fs::exists(path + ".tmp.999999"));
+  }
+}
+
+TEST_CASE("PairReader: pairs in order, and a side that ends first is named with both counts", "[data][bad-input]") {
+  Fixture f;
+  SECTION("equal sides: every pair, then false") {
+    attnmt::PairReader pairs(f.corpus, "train");
+    std::string src, tgt;
+    size_t n = 0;
+    bool same = true;
+    while (pairs.next(src, tgt)) {
+      same = same && src == f.text.src[n] && tgt == f.text.tgt[n];
+      ++n;
+      CHECK(pairs.line_number() == n);
+    }
+    CHECK(same);
+    CHECK(n == 3000);
+  }
+  // The shorter side, either one, ends the read with the longer side's full count.
+  for (const bool short_src : {true, false}) {
+    DYNAMIC_SECTION((short_src ? "source" : "target") << " side 2 lines short") {
+      auto lines = short_src ? f.text.src : f.text.tgt;
+      lines.resize(2998);
+      f.write(short_src ? "train.src" : "train.tgt", lines);
+      attnmt::PairReader pairs(f.corpus, "valid");
+      std::string src, tgt;
+      const std::string expected = short_src ? "valid: '" + f.corpus.src + "' has 2998 lines but '" + f.corpus.tgt + "' has 3000"
+                                             : "valid: '" + f.corpus.src + "' has 3000 lines but '" + f.corpus.tgt + "' has 2998";
+      size_t n = 0;
+      CHECK_THROWS_WITH([&] { while (pairs.next(src, tgt)) ++n; }(), expected);
+      CHECK(n == 2998);
+    }
   }
 }
 
