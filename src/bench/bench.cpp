@@ -145,6 +145,43 @@ std::string str(double v, int decimals = 0) {
 
 }  // namespace
 
+// Mean lengths (with the end token) of the pairs training takes: the first kSamplePairs pairs of
+// each training corpus, encoded and filtered as training does, weighted by the corpora's shares
+// of an epoch (data.train's weights).
+struct MeanLengths {
+  double src = 0, tgt = 0;
+};
+MeanLengths mean_lengths(const DataConfig& data, const Tokenizers& tokenizers) {
+  constexpr size_t kSamplePairs = 100000;
+  MeanLengths mean;
+  double weights = 0;
+  const auto corpora = training_corpora(data);
+  for (size_t c = 0; c < corpora.size(); ++c) {
+    ParallelText sample;
+    PairReader pairs(corpora[c], corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1));
+    std::string src, tgt;
+    while (sample.src.size() < kSamplePairs && pairs.next(src, tgt)) {
+      sample.src.push_back(std::move(src));
+      sample.tgt.push_back(std::move(tgt));
+    }
+    const auto encoded = encode_dataset(sample, tokenizers, data.max_length);
+    if (encoded.examples.empty()) continue;
+    double src_tokens = 0, tgt_tokens = 0;
+    for (const auto& ex : encoded.examples) {
+      src_tokens += static_cast<double>(ex.src.size() + 1);
+      tgt_tokens += static_cast<double>(ex.tgt.size() + 1);
+    }
+    const double n = static_cast<double>(encoded.examples.size());
+    mean.src += corpora[c].weight * src_tokens / n;
+    mean.tgt += corpora[c].weight * tgt_tokens / n;
+    weights += corpora[c].weight;
+  }
+  if (weights <= 0) throw InputError("bench: data.train has no pair that training would take (all empty or too long)");
+  mean.src /= weights;
+  mean.tgt /= weights;
+  return mean;
+}
+
 json run_bench(const BenchOptions& o) {
   if (o.configs.empty()) throw InputError("bench: no config given");
   if (!o.models.empty() && o.models.size() != o.configs.size()) {
@@ -219,17 +256,11 @@ json run_bench(const BenchOptions& o) {
       configure_compute(threads, cfg.gemm);  // the ceiling is measured with the products the config asks for
       run["gemm"] = gemm_description();
       const auto tokenizers = load_or_train_tokenizers(cfg.tokenizer, dir, nullptr, cfg.train.seed);
-      const auto data = encode_dataset(read_parallel(cfg.data.train, "data.train"), tokenizers, cfg.data.max_length);
-      double src_tokens = 0, tgt_tokens = 0;
-      for (const auto& ex : data.examples) {
-        src_tokens += static_cast<double>(ex.src.size() + 1);
-        tgt_tokens += static_cast<double>(ex.tgt.size() + 1);
-      }
-      const double n = std::max<double>(1, static_cast<double>(data.examples.size()));
+      const auto lengths = mean_lengths(cfg.data, tokenizers);
       const auto arith = model_arithmetic(cfg.model, tokenizers.tgt->vocab_size(), cfg.train.batch_size,
-                                          src_tokens / n, tgt_tokens / n);
+                                          lengths.src, lengths.tgt);
       run["flops"] = {{"train_flops_per_target_token", arith.train_flops_per_target_token},
-                      {"mean_src_tokens", src_tokens / n}, {"mean_tgt_tokens", tgt_tokens / n}};
+                      {"mean_src_tokens", lengths.src}, {"mean_tgt_tokens", lengths.tgt}};
       if (o.gemm) {
         spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, threads);
         phase("GEMM ceiling");

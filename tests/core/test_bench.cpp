@@ -62,3 +62,47 @@ TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
   CHECK(r.output.find("| config | threads |") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("attnmt bench: mean lengths come from every training corpus, weighted by its share", "[bench]") {
+  const auto dir = test::temp_dir("bench_corpora");
+  const std::string data = ATTNMT_TEST_DATA_DIR;
+  // A second corpus whose sentences are the first's twice over: other mean lengths.
+  for (const std::string side : {"de", "en"}) {
+    std::ifstream in(data + "/tiny." + side);
+    std::ofstream out(dir / ("twice." + side));
+    for (std::string line; std::getline(in, line);) out << line << " " << line << "\n";
+  }
+  const std::string model = (dir / "model").string();
+  const std::string base = test::tiny_config(model, 2);
+  test::write(dir / "one.yaml", base);
+  REQUIRE(test::run("train " + (dir / "one.yaml").string()).status == 0);  // its tokenizer for every config
+  const std::string tiny = "{src: " + data + "/tiny.de, tgt: " + data + "/tiny.en}";
+  const std::string twice = "{src: " + (dir / "twice.de").string() + ", tgt: " + (dir / "twice.en").string() + "}";
+  auto with_train = [&](const std::string& train) {
+    std::string c = base;
+    const std::string line = "  train: " + tiny + "\n";
+    c.replace(c.find(line), line.size(), "  train: " + train + "\n");
+    return c;
+  };
+  test::write(dir / "twice.yaml", with_train(twice));
+  test::write(dir / "both.yaml", with_train("[" + tiny + ", {src: " + (dir / "twice.de").string() + ", tgt: " +
+                                            (dir / "twice.en").string() + ", weight: 3}]"));
+  std::string configs, models;
+  for (const char* name : {"one", "twice", "both"}) {
+    configs += " " + (dir / (std::string(name) + ".yaml")).string();
+    models += " --model " + model;
+  }
+  const auto r = test::run("bench" + configs + models + " --threads 1 --no-train --no-decode --no-gemm --no-baseline" +
+                           " --output " + (dir / "bench.json").string() + " --work-dir " + (dir / "work").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::ifstream in(dir / "bench.json");
+  const auto runs = nlohmann::json::parse(in)["runs"];
+  REQUIRE(runs.size() == 3);
+  for (const char* key : {"mean_src_tokens", "mean_tgt_tokens"}) {
+    const double one = runs[0]["flops"][key], two = runs[1]["flops"][key], both = runs[2]["flops"][key];
+    CHECK(two > one * 1.5);
+    CHECK(both == Approx((one + 3 * two) / 4));
+  }
+  fs::remove_all(dir);
+}
