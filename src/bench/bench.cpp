@@ -143,8 +143,6 @@ std::string str(double v, int decimals = 0) {
   return buf;
 }
 
-}  // namespace
-
 // Mean lengths (with the end token) of the pairs training takes: the first kSamplePairs pairs of
 // each training corpus, encoded and filtered as training does, weighted by the corpora's shares
 // of an epoch (data.train's weights).
@@ -181,6 +179,8 @@ MeanLengths mean_lengths(const DataConfig& data, const Tokenizers& tokenizers) {
   mean.tgt /= weights;
   return mean;
 }
+
+}  // namespace
 
 json run_bench(const BenchOptions& o) {
   if (o.configs.empty()) throw InputError("bench: no config given");
