@@ -156,7 +156,7 @@ MeanLengths mean_lengths(const DataConfig& data, const Tokenizers& tokenizers) {
   const auto corpora = training_corpora(data);
   for (size_t c = 0; c < corpora.size(); ++c) {
     ParallelText sample;
-    PairReader pairs(corpora[c], corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1));
+    PairReader pairs(corpora[c], training_corpus_name(c, corpora.size()));
     std::string src, tgt;
     while (sample.src.size() < kSamplePairs && pairs.next(src, tgt)) {
       sample.src.push_back(std::move(src));

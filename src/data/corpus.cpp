@@ -23,6 +23,10 @@ size_t count_rest(LineReader& reader) {
 
 }  // namespace
 
+std::string training_corpus_name(size_t index, size_t count) {
+  return count == 1 ? "train" : "train corpus " + std::to_string(index + 1);
+}
+
 ParallelText read_parallel(const CorpusConfig& corpus, const std::string& what) {
   ParallelText t;
   t.src = read_lines(corpus.src);

@@ -18,6 +18,10 @@ struct ParallelText {
 // `what` names the corpus in messages ("train", "valid", "test").
 ParallelText read_parallel(const CorpusConfig& corpus, const std::string& what);
 
+// How messages name training corpus `index` (0-based) of `count`: "train" when it is the only one,
+// else "train corpus N" (1-based), as data.train's list gives them.
+std::string training_corpus_name(size_t index, size_t count);
+
 // Both sides of a corpus a pair of lines at a time, in bounded memory, checked as read_parallel
 // checks them (the same messages): a side that ends before the other is an InputError naming both
 // files and both line counts.

@@ -97,7 +97,7 @@ std::vector<size_t> count_pairs(const std::vector<CorpusConfig>& corpora) {
   Progress progress("[data] counting lines", "pairs", 0);
   size_t total = 0;
   for (size_t c = 0; c < corpora.size(); ++c) {
-    const std::string what = corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1);
+    const std::string what = training_corpus_name(c, corpora.size());
     PairReader pairs(corpora[c], what);
     while (pairs.next(a, b)) {
       if (++total % 65536 == 0) progress.update(static_cast<int64_t>(total));

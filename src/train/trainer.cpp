@@ -225,13 +225,13 @@ void Trainer::prepare_data() {
       cfg_.data.cache_dir.empty() ? (fs::path(cfg_.train.save_dir) / "cache").string() : cfg_.data.cache_dir;
   std::vector<TrainCorpus> sources;
   for (size_t c = 0; c < corpora.size(); ++c) {
-    const std::string what = corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1);
+    const std::string what = training_corpus_name(c, corpora.size());
     sources.push_back(TrainCorpus{TokenCorpus::open(corpora[c], tokenizers_, cache_dir, cfg_.threads, what),
                                   corpora[c].weight, "'" + corpora[c].src + "' / '" + corpora[c].tgt + "'"});
   }
   train_ = std::make_unique<TrainData>(std::move(sources), cfg_.data.max_length);
   for (size_t c = 0; c < train_->corpus_count(); ++c) {
-    const std::string what = corpora.size() == 1 ? "train" : "train corpus " + std::to_string(c + 1);
+    const std::string what = training_corpus_name(c, corpora.size());
     spdlog::info("[data] {}: {} pairs kept, {} skipped as empty, {} skipped as longer than {} tokens", what,
                  train_->kept(c), train_->skipped_empty(c), train_->skipped_long(c), cfg_.data.max_length);
     if (corpora.size() > 1) {
