@@ -184,6 +184,10 @@ TEST_CASE("PairReader: pairs in order, and a side that ends first is named with 
     CHECK(same);
     CHECK(n == 3000);
   }
+  SECTION("training corpora are named in messages as data.train lists them") {
+    CHECK(attnmt::training_corpus_name(0, 1) == "train");
+    CHECK(attnmt::training_corpus_name(1, 3) == "train corpus 2");
+  }
   // The shorter side, either one, ends the read with the longer side's full count.
   for (const bool short_src : {true, false}) {
     DYNAMIC_SECTION((short_src ? "source" : "target") << " side 2 lines short") {
