@@ -249,7 +249,11 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
   r = post(small.port, "/v1/translate", json{{"text", {"a", "b", "c"}}}.dump());
   CHECK(r.status == 503);
   CHECK(r.retry_after == "1");
-  r = post(small.port, "/v1/translate", json{{"text", {"a"}}}.dump());
+  // Long sentences, so that decoding takes far longer than the 1 ms allowed even on a fast CPU (a
+  // lone request is dispatched at once, and a one-word sentence can decode within 1 ms).
+  std::string long_line;
+  while (long_line.size() < 2000) long_line += lines[0] + " ";
+  r = post(small.port, "/v1/translate", json{{"text", {long_line, long_line}}}.dump());
   CHECK(r.status == 504);
   CHECK_THAT(r.body.value("error", std::string()), Contains("not translated within"));
   small.signal("INT");
