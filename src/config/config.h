@@ -26,6 +26,10 @@ struct DataConfig {
   int max_length = 100;  // pairs with more subword tokens than this on either side are skipped
   std::string cache_dir;  // the corpora as token ids, memory-mapped by later runs ("" = TRAIN.SAVE_DIR/cache)
   int batch_window = 0;   // sentences sorted by length together (maxi-batch); 0 = the whole epoch
+  // BPE-dropout at training time (data/bpe_dropout.h): each merge of the source's (target's) BPE
+  // segmentation skipped with this probability, drawn anew each time a pair is trained on (0 = off)
+  double src_bpe_dropout = 0.0;
+  double tgt_bpe_dropout = 0.0;
 };
 
 // Every training corpus: data.train, then data.more_train.

@@ -54,6 +54,8 @@ const Field kFields[] = {
     ATTNMT_FIELD(data.max_length),
     ATTNMT_FIELD(data.cache_dir),
     ATTNMT_FIELD(data.batch_window),
+    ATTNMT_FIELD(data.src_bpe_dropout),
+    ATTNMT_FIELD(data.tgt_bpe_dropout),
 
     ATTNMT_FIELD(tokenizer.type),
     ATTNMT_FIELD(tokenizer.model_type),
@@ -783,6 +785,15 @@ void validate_config(const Config& c) {
   }
   if (tok.user_defined_symbols.find_first_of(" \t") != std::string::npos) {
     invalid("tokenizer.user_defined_symbols", "comma-separated pieces without spaces", in_quotes(tok.user_defined_symbols));
+  }
+
+  for (const auto& [key, p] : {std::pair<const char*, double>{"data.src_bpe_dropout", c.data.src_bpe_dropout},
+                                {"data.tgt_bpe_dropout", c.data.tgt_bpe_dropout}}) {
+    check_double(p >= 0 && p < 1, key, "in [0, 1)", p);
+    if (p > 0 && (tok.type != "sentencepiece" || tok.model_type != "bpe")) {
+      invalid(key, "0 unless tokenizer.type is sentencepiece and tokenizer.model_type bpe (it drops BPE merges)",
+              format_double(p));
+    }
   }
 
   const ModelConfig& m = c.model;

@@ -33,6 +33,11 @@ class TokenizerBackend {
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   virtual std::string id_to_piece(int id) const = 0;
   virtual int piece_size() const = 0;
+  // A piece's score: for a BPE model, the higher the earlier its merge was learned (its rank).
+  virtual float piece_score(int id) const = 0;
+  // Whether a piece is an ordinary one, made of characters and merges (not unknown, control,
+  // unused or a byte): only those are split and re-merged by BPE-dropout (data/bpe_dropout.h).
+  virtual bool piece_is_normal(int id) const = 0;
   virtual std::string serialized() const = 0;
   // load() from a model file's bytes (serialized()). Empty string on success, else the error.
   virtual std::string load_serialized(const std::string& bytes) = 0;

@@ -253,6 +253,8 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
 }
 
 std::string Tokenizer::piece(int id) const { return impl_->processor->id_to_piece(id); }
+float Tokenizer::piece_score(int id) const { return impl_->processor->piece_score(id); }
+bool Tokenizer::piece_is_normal(int id) const { return impl_->processor->piece_is_normal(id); }
 int Tokenizer::vocab_size() const { return impl_->processor->piece_size(); }
 std::string Tokenizer::type() const {
   return dynamic_cast<const WordVocab*>(impl_->processor.get()) ? "none" : "sentencepiece";

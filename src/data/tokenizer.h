@@ -47,6 +47,8 @@ class Tokenizer {
   std::vector<PieceSpan> encode_with_offsets(std::string_view text) const;
   std::string decode(const std::vector<int>& ids) const;       // special ids are dropped
   std::string piece(int id) const;
+  float piece_score(int id) const;     // SentencePiece's score (BPE: the higher, the earlier merged)
+  bool piece_is_normal(int id) const;  // not unknown, control, unused or a byte
   int vocab_size() const;
   // The tokenizer.type this model is: "sentencepiece" or "none".
   std::string type() const;

@@ -27,6 +27,8 @@ class WordVocab : public TokenizerBackend {
   std::string decode(const std::vector<int>& ids) const override;
   std::string id_to_piece(int id) const override;
   int piece_size() const override { return static_cast<int>(pieces_.size()); }
+  float piece_score(int) const override { return 0.0f; }  // words are never merged
+  bool piece_is_normal(int id) const override { return id >= 4 && id < piece_size(); }
   std::string serialized() const override;
   std::string load_serialized(const std::string& bytes) override;
 

@@ -62,6 +62,10 @@ class Backend : public TokenizerBackend {
   }
   std::string id_to_piece(int id) const override { return processor_.IdToPiece(id); }
   int piece_size() const override { return processor_.GetPieceSize(); }
+  float piece_score(int id) const override { return processor_.GetScore(id); }
+  bool piece_is_normal(int id) const override {
+    return !processor_.IsUnknown(id) && !processor_.IsControl(id) && !processor_.IsUnused(id) && !processor_.IsByte(id);
+  }
   std::string serialized() const override { return processor_.serialized_model_proto(); }
   std::string load_serialized(const std::string& bytes) override {
     const auto status = processor_.LoadFromSerializedProto(bytes);

@@ -20,6 +20,7 @@
 
 #include "config/loader.h"
 #include "data/batcher.h"
+#include "data/bpe_dropout.h"
 #include "data/corpus.h"
 #include "data/lexicon.h"
 #include "data/token_cache.h"
@@ -38,6 +39,7 @@
 #include "parallel/workers.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
+#include "util/seed_mix.h"
 #include "train/optimizer.h"
 #include "train/replicas.h"
 #include "util/error.h"
@@ -166,6 +168,7 @@ class Trainer {
   void reseed_other_ranks();
   void map_epoch_position(int64_t old_world_size);
   std::vector<std::vector<size_t>> epoch_batches(int64_t epoch, int64_t world_size) const;
+  std::vector<Example> training_examples(const std::vector<size_t>& ids) const;
   void train_loop();
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
   double applied_learning_rate() const;  // the rate of the last update (train.lr_schedule, warm-up)
@@ -196,6 +199,7 @@ class Trainer {
   Dataset valid_;
   ParallelText valid_text_;
   std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
+  std::optional<BpeDropout> src_bpe_dropout_, tgt_bpe_dropout_;  // data.src_bpe_dropout / tgt_bpe_dropout
   Seq2Seq model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<Replicas> replicas_;  // train.replicas (1: the model alone)
@@ -241,6 +245,13 @@ void Trainer::prepare_data() {
     }
   }
   if (train_->size() == 0) throw InputError("train: no usable sentence pairs in '" + cfg_.data.train.src + "'");
+  const auto symbols = split_symbols(cfg_.tokenizer.user_defined_symbols);
+  if (cfg_.data.src_bpe_dropout > 0) src_bpe_dropout_.emplace(*tokenizers_.src, cfg_.data.src_bpe_dropout, symbols);
+  if (cfg_.data.tgt_bpe_dropout > 0) tgt_bpe_dropout_.emplace(*tokenizers_.tgt, cfg_.data.tgt_bpe_dropout, symbols);
+  if (src_bpe_dropout_ || tgt_bpe_dropout_) {
+    spdlog::info("[data] BPE-dropout: source {}, target {} (each merge skipped with this probability)",
+                 cfg_.data.src_bpe_dropout, cfg_.data.tgt_bpe_dropout);
+  }
   valid_ = encode_dataset(valid_text_, tokenizers_, /*max_length=*/0, cfg_.threads);
   spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid_.examples.size(), valid_.skipped_empty);
   if (cfg_.decode.shortlist) {  // built again on every run: it follows the corpus and the tokenizer
@@ -402,6 +413,21 @@ std::vector<std::vector<size_t>> Trainer::epoch_batches(int64_t epoch, int64_t w
                       /*shuffle=*/true, t.seed, static_cast<int>(epoch), static_cast<size_t>(cfg_.data.batch_window));
 }
 
+// The pairs of a batch, segmented again under BPE-dropout when it is on. The draws are seeded by
+// (train.seed, update, pair), so every rank and replica draws the same pieces for a pair, and a
+// resumed run draws what the uninterrupted one did.
+std::vector<Example> Trainer::training_examples(const std::vector<size_t>& ids) const {
+  auto examples = train_->gather(ids);
+  if (!src_bpe_dropout_ && !tgt_bpe_dropout_) return examples;
+  const auto seed = static_cast<uint64_t>(cfg_.train.seed), step = static_cast<uint64_t>(progress_.step);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    auto& e = examples[k];
+    if (src_bpe_dropout_) e.src = src_bpe_dropout_->apply(e.src, mix_seeds(seed, step, ids[k], /*side=*/0));
+    if (tgt_bpe_dropout_) e.tgt = tgt_bpe_dropout_->apply(e.tgt, mix_seeds(seed, step, ids[k], /*side=*/1));
+  }
+  return examples;
+}
+
 double Trainer::applied_learning_rate() const {
   return scheduled_learning_rate(cfg_.train, progress_.learning_rate, std::max<int64_t>(progress_.step, 1));
 }
@@ -413,7 +439,11 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
   reseed_other_ranks();
   int64_t global_tokens = 0;
-  for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_->tgt_lengths()[i]) + 1;
+  if (tgt_bpe_dropout_) {  // the target's pieces, so its tokens, are drawn for this update
+    for (const auto& e : training_examples(global_batch)) global_tokens += static_cast<int64_t>(e.tgt.size()) + 1;
+  } else {
+    for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_->tgt_lengths()[i]) + 1;
+  }
   replicas_->prepare();  // drops the gradients
   const int R = replicas_->count();
   // Per replica: the smoothed loss (+ auxiliary loss) summed over its tokens, and [that sum, the
@@ -428,7 +458,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
     auto& model = replicas_->model(r);
     std::vector<size_t> order(slice.size());
     std::iota(order.begin(), order.end(), 0);
-    auto batch = make_batch(train_->gather(slice), order, device_);
+    auto batch = make_batch(training_examples(slice), order, device_);
     const bool bf16 = cfg_.train.precision == "bf16";
     AutocastScope autocast(bf16);
     auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);

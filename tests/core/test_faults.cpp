@@ -35,11 +35,13 @@ TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "
   // dropout on (the RNG must be restored), Adam (its moments too), validation every 7 updates;
   // 30 pairs in batches of 8 = 4 batches per epoch, so the stop falls inside an epoch.
   // Also with the step-numbered schedule (warm-up, inverse square root), decoupled weight decay and
-  // word dropout (its masks from the restored RNG).
+  // word dropout (its masks from the restored RNG). And with BPE-dropout (its draws seeded by the
+  // update, so the resumed run segments each pair as the straight run did).
   const std::string extra = GENERATE(std::string(""),
                                      std::string(" --set train.lr_schedule=inverse_sqrt --set train.warmup_steps=10"
                                                  " --set train.weight_decay=0.01 --set model.encoder.word_dropout=0.2"
-                                                 " --set model.decoder.word_dropout=0.2"));
+                                                 " --set model.decoder.word_dropout=0.2"),
+                                     std::string(" --set data.src_bpe_dropout=0.2 --set data.tgt_bpe_dropout=0.2"));
   INFO("settings:" << extra);
   write(dir / "c.yaml", tiny_config(dir / "straight", 21));
   const std::string cfg = (dir / "c.yaml").string() +
@@ -48,6 +50,7 @@ TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "
   auto straight = run("train " + cfg);
   INFO(straight.output);
   REQUIRE(straight.status == 0);
+  if (extra.find("bpe_dropout") != std::string::npos) CHECK(straight.output.find("BPE-dropout: source 0.2") != std::string::npos);
   auto first = run("train " + cfg + " --set train.max_steps=14 --set train.save_dir=" + (dir / "resumed").string());
   REQUIRE(first.status == 0);
   auto second = run("train " + cfg + " --resume --set train.save_dir=" + (dir / "resumed").string());
