@@ -126,7 +126,7 @@ TEST_CASE("BPE-dropout: unknown pieces and user-defined symbols stay whole", "[d
   CHECK(attnmt::split_symbols("a,,b,") == std::vector<std::string>{"a", "b"});
 }
 
-TEST_CASE("BPE-dropout: the keys take a probability in [0, 1) and a SentencePiece BPE model", "[data][config]") {
+TEST_CASE("BPE-dropout: the keys take a probability below 1 and a SentencePiece BPE model", "[data][config]") {
   auto error_of = [](const std::string& yaml) {
     try {
       attnmt::parse_config(yaml, "cfg.yaml");
