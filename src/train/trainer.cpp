@@ -436,11 +436,18 @@ double Trainer::applied_learning_rate() const {
 // share of the loss averaged over the global batch's target tokens; the summed gradients are
 // then exactly those of one process on the whole batch.
 bool Trainer::update(const std::vector<size_t>& global_batch) {
-  const auto ids = dist_->active() ? shard_batch(global_batch, dist_->rank(), dist_->world_size()) : global_batch;
+  // Positions in the global batch: this rank's share of them, then each replica's share of that.
+  std::vector<size_t> positions(global_batch.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  const auto mine = dist_->active() ? shard_batch(positions, dist_->rank(), dist_->world_size()) : positions;
   reseed_other_ranks();
   int64_t global_tokens = 0;
-  if (tgt_bpe_dropout_) {  // the target's pieces, so its tokens, are drawn for this update
-    for (const auto& e : training_examples(global_batch)) global_tokens += static_cast<int64_t>(e.tgt.size()) + 1;
+  // Under target BPE-dropout the token count depends on this update's draws: the whole global batch
+  // is segmented once here, and the replicas take their pairs from it.
+  std::vector<Example> global_examples;
+  if (tgt_bpe_dropout_) {
+    global_examples = training_examples(global_batch);
+    for (const auto& e : global_examples) global_tokens += static_cast<int64_t>(e.tgt.size()) + 1;
   } else {
     for (auto i : global_batch) global_tokens += static_cast<int64_t>(train_->tgt_lengths()[i]) + 1;
   }
@@ -451,14 +458,22 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   std::vector<torch::Tensor> local_sum(static_cast<size_t>(R));
   std::vector<std::vector<double>> part(static_cast<size_t>(R), std::vector<double>{0, 0, 0});
   replicas_->parallel([&](int r) {
-    const auto slice = R > 1 ? shard_batch(ids, r, R) : ids;
+    const auto slice = R > 1 ? shard_batch(mine, r, R) : mine;
     if (slice.empty()) return;
+    std::vector<Example> examples;
+    if (!global_examples.empty()) {
+      for (auto p : slice) examples.push_back(std::move(global_examples[p]));  // each position in one slice
+    } else {
+      std::vector<size_t> ids;
+      for (auto p : slice) ids.push_back(global_batch[p]);
+      examples = training_examples(ids);
+    }
     c10::optional<RandomStreamScope> stream;
     if (R > 1) stream.emplace(replica_stream_seed(cfg_.train.seed, dist_->rank(), r, progress_.step));
     auto& model = replicas_->model(r);
     std::vector<size_t> order(slice.size());
     std::iota(order.begin(), order.end(), 0);
-    auto batch = make_batch(training_examples(slice), order, device_);
+    auto batch = make_batch(examples, order, device_);
     const bool bf16 = cfg_.train.precision == "bf16";
     AutocastScope autocast(bf16);
     auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);

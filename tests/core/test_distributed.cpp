@@ -85,6 +85,46 @@ TEST_CASE("distributed: 2 processes x batch B give the parameters of 1 process x
   fs::remove_all(dir);
 }
 
+TEST_CASE("BPE-dropout: 2 processes x B and 2 replicas x B give the parameters of 1 x 2B", "[distributed][e2e]") {
+  if (!attnmt::distributed_available()) {
+    ATTNMT_MISSING_DEPENDENCY("built without c10d/Gloo (libgloo-dev): skipped");
+    return;
+  }
+  // The draws are seeded by (seed, update, pair): every process and replica segments its pairs as
+  // one process on the whole batch does, and the loss is normalised by the whole batch's dropped
+  // target tokens, so the splits train one model's updates.
+  auto dir = temp_dir("dist_bpe_dropout");
+  write(dir / "c.yaml", tiny_config(dir / "one", 12));
+  const std::string cfg = (dir / "c.yaml").string() +
+                          " --set train.learning_rate=0.001 --set data.src_bpe_dropout=0.3 --set data.tgt_bpe_dropout=0.3";
+  auto one = run("train " + cfg + " --set train.batch_size=10");
+  INFO(one.output);
+  REQUIRE(one.status == 0);
+  REQUIRE(one.output.find("BPE-dropout: source 0.3") != std::string::npos);
+  auto two = run("train " + cfg + " --nproc 2 --set train.batch_size=5 --set train.save_dir=" + (dir / "two").string());
+  INFO(two.output);
+  REQUIRE(two.status == 0);
+  auto replicas = run("train " + cfg + " --set train.batch_size=10 --set threads=2 --set train.replicas=2" +
+                      " --set train.save_dir=" + (dir / "replicas").string());
+  INFO(replicas.output);
+  REQUIRE(replicas.status == 0);
+  // the control: the same run without BPE-dropout ends elsewhere
+  auto plain = run("train " + (dir / "c.yaml").string() + " --set train.learning_rate=0.001 --set train.batch_size=10" +
+                   " --set train.save_dir=" +
+                   (dir / "plain").string());
+  REQUIRE(plain.status == 0);
+
+  const auto ckpt = [&](const char* name) { return dir / name / "ckpt.12.pt"; };
+  const double processes = max_parameter_difference(ckpt("one"), ckpt("two"));
+  const double threads = max_parameter_difference(ckpt("one"), ckpt("replicas"));
+  const double control = max_parameter_difference(ckpt("one"), ckpt("plain"));
+  INFO("max |2 processes - 1| = " << processes << ", |2 replicas - 1| = " << threads << ", |no BPE-dropout - 1| = " << control);
+  CHECK(processes <= 1e-5);
+  CHECK(threads <= 1e-5);
+  CHECK(control > 1e-3);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("distributed: resume with another number of processes", "[distributed][e2e]") {
   if (!attnmt::distributed_available()) {
     ATTNMT_MISSING_DEPENDENCY("built without c10d/Gloo (libgloo-dev): skipped");
