@@ -95,8 +95,8 @@ TEST_CASE("BPE-dropout: 2 processes x B and 2 replicas x B give the parameters o
   // target tokens, so the splits train one model's updates.
   auto dir = temp_dir("dist_bpe_dropout");
   write(dir / "c.yaml", tiny_config(dir / "one", 12));
-  const std::string cfg = (dir / "c.yaml").string() +
-                          " --set train.learning_rate=0.001 --set data.src_bpe_dropout=0.3 --set data.tgt_bpe_dropout=0.3";
+  const std::string plain_cfg = (dir / "c.yaml").string() + " --set train.learning_rate=0.001";
+  const std::string cfg = plain_cfg + " --set data.src_bpe_dropout=0.3 --set data.tgt_bpe_dropout=0.3";
   auto one = run("train " + cfg + " --set train.batch_size=10");
   INFO(one.output);
   REQUIRE(one.status == 0);
@@ -109,9 +109,7 @@ TEST_CASE("BPE-dropout: 2 processes x B and 2 replicas x B give the parameters o
   INFO(replicas.output);
   REQUIRE(replicas.status == 0);
   // the control: the same run without BPE-dropout ends elsewhere
-  auto plain = run("train " + (dir / "c.yaml").string() + " --set train.learning_rate=0.001 --set train.batch_size=10" +
-                   " --set train.save_dir=" +
-                   (dir / "plain").string());
+  auto plain = run("train " + plain_cfg + " --set train.batch_size=10 --set train.save_dir=" + (dir / "plain").string());
   REQUIRE(plain.status == 0);
 
   const auto ckpt = [&](const char* name) { return dir / name / "ckpt.12.pt"; };
