@@ -46,7 +46,19 @@ if [ -n "$libstdcxx" ]; then
   rm -rf "$probe"
   link_args+=("-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags" "-DCMAKE_MODULE_LINKER_FLAGS=$flags")
 fi
+# pip's LibTorch ships fmt headers of its own (another major version than the fmt that spdlog was
+# built against), and its include dir comes before /usr/include: spdlog would then compile against
+# them. A -I dir holding only a link to the system fmt is searched first.
+cxx_flags=()
+prefix_path=${ATTNMT_PREFIX_PATH:-}
+for p in ${prefix_path//:/ } /usr; do
+  if [ -f "$p/include/fmt/format.h" ]; then
+    mkdir -p "$build_dir/fmt-first" && ln -sfn "$(cd "$p/include/fmt" && pwd)" "$build_dir/fmt-first/fmt"
+    cxx_flags=("-DCMAKE_CXX_FLAGS=-I$(cd "$build_dir/fmt-first" && pwd)")
+    break
+  fi
+done
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
-  -DTorch_DIR="$torch_prefix/Torch" -DCMAKE_PREFIX_PATH="$prefixes" -DATTNMT_BUILD_TESTS="${ATTNMT_BUILD_TESTS:-ON}" "${link_args[@]}" ${CMAKE_ARGS:-}
+  -DTorch_DIR="$torch_prefix/Torch" -DCMAKE_PREFIX_PATH="$prefixes" -DATTNMT_BUILD_TESTS="${ATTNMT_BUILD_TESTS:-ON}" "${link_args[@]}" "${cxx_flags[@]}" ${CMAKE_ARGS:-}
 cmake --build "$build_dir" -j"${JOBS:-$(nproc)}" "$@"

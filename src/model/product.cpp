@@ -2,6 +2,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include "runtime/autocast.h"
 #include "runtime/packed_linear.h"
 #include "runtime/step_weight.h"
 
@@ -13,8 +14,8 @@ namespace {
 // (autocast's cache keeps casts of leaf weights; a transposed view would be cast at every step,
 // and its gradient cast back at every step).
 torch::Tensor autocast_weight(const torch::Tensor& w) {
-  if (!at::autocast::is_cpu_enabled()) return w;
-  return at::autocast::cached_cast(at::autocast::get_autocast_cpu_dtype(), w, c10::DeviceType::CPU);
+  if (!cpu_autocast_enabled()) return w;
+  return at::autocast::cached_cast(cpu_autocast_dtype(), w, c10::DeviceType::CPU);
 }
 
 class LibTorchProduct : public Product {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string_view>
 
@@ -24,13 +25,20 @@ void advise_huge_pages(void* data, size_t n) {
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 }
 
+c10::DataPtr allocate_advised(size_t n) {
+  void* data = c10::alloc_cpu(n);  // throws c10::Error when out of memory, as LibTorch's does
+  if (n >= kHugePage) advise_huge_pages(data, n);
+  return {data, data, &c10::free_cpu, c10::Device(c10::DeviceType::CPU)};
+}
+
+// c10::Allocator's interface differs between LibTorch versions (1.x: a const allocate; 2.3 and
+// later: a non-const allocate and a pure virtual copy_data). Both allocate overloads and copy_data
+// are declared without `override`, so whichever ones the base declares are overridden.
 class HugePageAdvisingAllocator final : public c10::Allocator {
  public:
-  c10::DataPtr allocate(size_t n) const override {
-    void* data = c10::alloc_cpu(n);  // throws c10::Error when out of memory, as LibTorch's does
-    if (n >= kHugePage) advise_huge_pages(data, n);
-    return {data, data, &c10::free_cpu, c10::Device(c10::DeviceType::CPU)};
-  }
+  c10::DataPtr allocate(size_t n) const { return allocate_advised(n); }
+  c10::DataPtr allocate(size_t n) { return allocate_advised(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
   c10::DeleterFnPtr raw_deleter() const override { return &c10::free_cpu; }
 };
 

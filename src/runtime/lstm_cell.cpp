@@ -1,7 +1,6 @@
 #include "runtime/lstm_cell.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
 
 #include <cmath>
 #include <cstdint>
@@ -9,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/autocast.h"
 #include "runtime/bf16_bits.h"
 #include "runtime/fast_exp.h"
 #include "runtime/matmul_bf16.h"
@@ -271,9 +271,9 @@ torch::Tensor lstm_layer(const torch::Tensor& x, const torch::Tensor& w_ih, cons
   // products' types are chosen by hand.
   const bool bf16 = cpu_autocast_bf16();
   struct AutocastOff {
-    bool was = at::autocast::is_cpu_enabled();
-    AutocastOff() { at::autocast::set_cpu_enabled(false); }
-    ~AutocastOff() { at::autocast::set_cpu_enabled(was); }
+    bool was = cpu_autocast_enabled();
+    AutocastOff() { set_cpu_autocast_enabled(false); }
+    ~AutocastOff() { set_cpu_autocast_enabled(was); }
   } off;
   const auto type = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   return LstmLayerFunction::apply(x.transpose(0, 1).to(type), w_ih, w_hh, b_ih, b_hh, bf16)[0].transpose(0, 1);

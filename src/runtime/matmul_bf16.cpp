@@ -1,7 +1,6 @@
 #include "runtime/matmul_bf16.h"
 
 #include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
 
 #include <array>
 #include <map>
@@ -10,6 +9,7 @@
 #include <unordered_map>
 
 #ifdef ATTNMT_WITH_DNNL
+#include "runtime/autocast.h"
 #include "runtime/dnnl_engine.h"
 #endif
 
@@ -129,7 +129,7 @@ void matmul_into(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bia
 }
 
 bool cpu_autocast_bf16() {
-  return at::autocast::is_cpu_enabled() && at::autocast::get_autocast_cpu_dtype() == at::kBFloat16;
+  return cpu_autocast_enabled() && cpu_autocast_dtype() == at::kBFloat16;
 }
 
 }  // namespace attnmt

@@ -82,7 +82,7 @@ void optimizer_step(torch::optim::Optimizer& optimizer, double grad_scale, doubl
         generic.push_back(p);
         continue;
       }
-      const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = optimizer_state_key(optimizer, p);
       auto& states = optimizer.state();
       auto it = states.find(key);
       if (it == states.end()) {  // as torch::optim::Adam initialises it

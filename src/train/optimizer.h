@@ -6,9 +6,27 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace attnmt {
+
+// The key under which torch::optim keeps a parameter's state: LibTorch 1.x formats the
+// TensorImpl's address as a string, 2.x uses the address itself. (A template, so that only the
+// branch of the LibTorch at hand is compiled.)
+template <typename Optimizer>
+auto optimizer_state_key(Optimizer& optimizer, const torch::Tensor& p) {
+  using Key = typename std::remove_reference_t<decltype(optimizer.state())>::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;
+    s << p.unsafeGetTensorImpl();
+    return s.str();
+  } else {
+    return static_cast<Key>(p.unsafeGetTensorImpl());
+  }
+}
 
 // L2 norm of all gradients together (parameters without a gradient are skipped).
 double gradient_norm(const std::vector<torch::Tensor>& parameters);

@@ -14,7 +14,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <ATen/autocast_mode.h>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -37,6 +36,7 @@
 #include "train/distributed.h"
 #include "model/loss.h"
 #include "parallel/workers.h"
+#include "runtime/autocast.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
 #include "util/seed_mix.h"
@@ -86,28 +86,6 @@ class SaveDirLock {
  private:
   std::string path_;
   int fd_ = -1;
-};
-
-// train.precision: bf16 — CPU autocast for the forward pass: matrix products run in bfloat16
-// (oneDNN kernels on CPUs with AVX512-BF16/AMX), parameters, optimizer state and the loss stay
-// fp32. The cast weights are cached for one forward pass and dropped afterwards.
-class AutocastScope {
- public:
-  explicit AutocastScope(bool enabled) : enabled_(enabled) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
-  }
-  ~AutocastScope() { end(); }
-  void end() {
-    if (!enabled_) return;
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();  // the autograd graph keeps what backward needs
-    enabled_ = false;
-  }
-
- private:
-  bool enabled_;
 };
 
 // A run killed while saving leaves its "<file>.tmp.<pid>" behind (the real file is untouched: the
@@ -475,7 +453,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
     std::iota(order.begin(), order.end(), 0);
     auto batch = make_batch(examples, order, device_);
     const bool bf16 = cfg_.train.precision == "bf16";
-    AutocastScope autocast(bf16);
+    CpuBf16Autocast autocast(bf16);  // train.precision: bf16, the forward pass
     auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
     autocast.end();
     auto loss = output_layer_loss(hidden, model->output_weight(), model->output_bias(), batch.tgt_out,
@@ -812,6 +790,12 @@ void Trainer::run() {
     }
   }
   device_ = parse_device(cfg_.device);
+  // bf16 is CPU autocast with attnmt's own bfloat16 kernels; on a GPU it would leave the
+  // recurrences in fp32 and cast only the output layer, so it is refused rather than half-applied.
+  if (!device_.is_cpu() && cfg_.train.precision == "bf16") {
+    throw InputError("train.precision: bf16 runs on the CPU only (device '" + cfg_.device +
+                     "'); set train.precision: fp32");
+  }
   DistributedEnv env;
   if (req_.distributed) {
     env = distributed_env_from_environment();

@@ -3,11 +3,10 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include <ATen/autocast_mode.h>
-
 #include <limits>
 #include <vector>
 
+#include "runtime/autocast.h"
 #include "runtime/lstm_cell.h"
 
 using namespace attnmt;
@@ -148,11 +147,9 @@ TEST_CASE("lstm_layer under bf16 autocast stays close to the fp32 layer", "[lstm
   torch::nn::LSTM lstm(torch::nn::LSTMOptions(In, H).batch_first(true));
   const auto x = torch::randn({B, S, In}), w = torch::randn({B, S, H});
   const auto ref = run_layer(false, lstm, x, w);
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  at::autocast::set_cpu_enabled(true);
+  attnmt::CpuBf16Autocast autocast;
   const auto got = run_layer(false, lstm, x, w);
-  at::autocast::set_cpu_enabled(false);
-  at::autocast::clear_cache();
+  autocast.end();
   CHECK(got.out.scalar_type() == torch::kFloat);
   auto rel = [](const torch::Tensor& a, const torch::Tensor& b) { return ((a - b).norm() / b.norm()).item<double>(); };
   CHECK(rel(got.out, ref.out) < 2e-2);

@@ -5,12 +5,11 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
-#include <ATen/autocast_mode.h>
-
 #include <cmath>
 #include <vector>
 
 #include "model/seq2seq.h"
+#include "runtime/autocast.h"
 #include "runtime/step_weight.h"
 
 using namespace attnmt;
@@ -109,12 +108,10 @@ TEST_CASE("step weight under bf16 autocast stays close to fp32", "[step_weight]"
   torch::manual_seed(5);
   const auto c = make_chain(torch::kFloat, 25, 32, 64);
   const auto reference = grads_of(c, false, true, true);
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  at::autocast::set_cpu_enabled(true);
+  attnmt::CpuBf16Autocast autocast;
   const auto y = StepWeight(c.w, c.b)(c.x0, c.adds[0]);
   const auto mine = grads_of(c, true, true, true);
-  at::autocast::set_cpu_enabled(false);
-  at::autocast::clear_cache();
+  autocast.end();
   REQUIRE(y.scalar_type() == torch::kFloat);  // fp32 results from bfloat16 products
   for (size_t i = 0; i < mine.size(); ++i) {
     INFO("gradient " << i);
