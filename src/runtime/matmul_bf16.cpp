@@ -8,8 +8,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#ifdef ATTNMT_WITH_DNNL
 #include "runtime/autocast.h"
+
+#ifdef ATTNMT_WITH_DNNL
 #include "runtime/dnnl_engine.h"
 #endif
 
