@@ -12,7 +12,7 @@
 # --seeds     train and measure each config with every seed (mean +- sd, p-values on the first seed)
 # NAME        configs to compare (default: with --seeds, the mission variants bahdanau luong_dot
 #             luong_general luong_concat local_m local_p forced_forward monotonic; without, every
-#             config of the pair but default/quickstart/best)
+#             config of the pair but default/quickstart and the recipe's best*)
 # Writes reports/multi30k_<pair>[_seeds_<budget>]/{results.md,csv,json,index.html}. Without
 # --train-missing, a config whose model is not there is an error. ATTNMT=path runs that binary
 # instead of building build/attnmt.
@@ -40,7 +40,7 @@ if ((${#names[@]} == 0)); then
   else
     for f in "$dir"/*.yaml; do
       n=$(basename "$f" .yaml)
-      [[ $n == default || $n == quickstart || $n == best ]] || names+=("$n")
+      [[ $n == default || $n == quickstart || $n == best || $n == best_* ]] || names+=("$n")
     done
   fi
 fi

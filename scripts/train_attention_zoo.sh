@@ -9,7 +9,7 @@
 # A finished run's log.jsonl is copied to docs/zoo_logs/NAME.jsonl (committed), so the table
 # outlives runs/: a row comes from runs/ while it trains, else from docs/zoo_logs/, else (no log
 # at all) it is carried over from the previous docs/attention_results.md with a mark in its note.
-#   scripts/train_attention_zoo.sh [NAME ...]     (default: every config but default/quickstart/best)
+#   scripts/train_attention_zoo.sh [NAME ...]     (default: all but default, quickstart, best*)
 #   scripts/train_attention_zoo.sh --table     (no training: the table of what is trained)
 # The table always has a row for every config, whichever NAMEs a run trains.
 # ATTNMT=path/to/attnmt trains with that binary instead of building build/attnmt (e.g. a copy, so
@@ -29,7 +29,7 @@ command -v python3 >/dev/null || { echo "train_attention_zoo.sh: python3 is need
 all=()  # the table always lists every config, whichever ones this run trains
 for f in configs/multi30k_de_en/*.yaml; do
   n=$(basename "$f" .yaml)
-  [[ $n == default || $n == quickstart || $n == best ]] || all+=("$n")
+  [[ $n == default || $n == quickstart || $n == best || $n == best_* ]] || all+=("$n")
 done
 if (($#)); then names=("$@"); else names=("${all[@]}"); fi
 finished() { [ -f "$1" ] && grep -q '"type":"test"' "$1"; }
