@@ -124,6 +124,7 @@ struct TrainConfig {
   int lr_patience = 1;           // plateau: validations without improvement before decaying
   double min_learning_rate = 1e-5;  // plateau's floor; cosine's end
   double weight_decay = 0.0;     // decoupled weight decay (AdamW, Loshchilov & Hutter 2019): p -= lr * wd * p
+  double ema_decay = 0.0;        // > 0: validate and save an exponential moving average of the weights (train/ema.h)
   int valid_every = 1000;        // validate every N updates (and at the end of each epoch)
   std::string valid_metric = "bleu";  // bleu | ppl: what "best" and early stopping look at
   int valid_beam_size = 1;       // beam size for valid BLEU (1 = greedy)

@@ -113,6 +113,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(train.lr_patience),
     ATTNMT_FIELD(train.min_learning_rate),
     ATTNMT_FIELD(train.weight_decay),
+    ATTNMT_FIELD(train.ema_decay),
     ATTNMT_FIELD(train.valid_every),
     ATTNMT_FIELD(train.valid_metric),
     ATTNMT_FIELD(train.valid_beam_size),
@@ -866,6 +867,7 @@ void validate_config(const Config& c) {
             format_double(t.min_learning_rate));
   }
   check_double(t.weight_decay >= 0 && t.weight_decay < 1, "train.weight_decay", "in [0, 1)", t.weight_decay);
+  check_double(t.ema_decay >= 0 && t.ema_decay < 1, "train.ema_decay", "in [0, 1)", t.ema_decay);
   check_double(t.lr_decay > 0 && t.lr_decay <= 1, "train.lr_decay", "in (0, 1]", t.lr_decay);
   check_int(t.lr_patience >= 0, "train.lr_patience", ">= 0", t.lr_patience);
   check_double(t.min_learning_rate >= 0 && std::isfinite(t.min_learning_rate),

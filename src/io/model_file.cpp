@@ -76,7 +76,8 @@ torch::Device parse_device(const std::string& device) {
 }
 
 void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
-                     torch::optim::Optimizer* optimizer, const TrainingProgress& p, const ModelAssets& assets) {
+                     torch::optim::Optimizer* optimizer, const TrainingProgress& p, const ModelAssets& assets,
+                     const std::vector<torch::Tensor>* trained_weights) {
   if (!assets.tokenizers.src || !assets.tokenizers.tgt) throw RuntimeError("save_checkpoint: no tokenizers given");
   torch::serialize::OutputArchive archive;
   archive.write("format_version", c10::IValue(kModelFormat));
@@ -110,6 +111,12 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
     torch::serialize::OutputArchive optim_archive;
     optimizer->save(optim_archive);
     archive.write("optimizer", optim_archive);
+  }
+  if (trained_weights) {
+    // By position: a serialized archive's keys must be identifiers, parameter names have dots.
+    torch::serialize::OutputArchive trained_archive;
+    for (size_t i = 0; i < trained_weights->size(); ++i) trained_archive.write("p" + std::to_string(i), (*trained_weights)[i]);
+    archive.write("trained_weights", trained_archive);
   }
   // Streamed to the file: a checkpoint built in memory would be a second copy of the model and
   // the optimizer at the peak of training's memory. The archive writer must not see a failed
@@ -232,6 +239,31 @@ void CheckpointFile::load_state(Seq2Seq& model, torch::optim::Optimizer* optimiz
     throw InputError("checkpoint '" + path + "' does not match the model or is corrupted (" +
                      first_line(e.what_without_backtrace()) + ")");
   }
+}
+
+bool CheckpointFile::load_trained_weights(Seq2Seq& model) {
+  torch::serialize::InputArchive trained_archive;
+  if (!archive_.try_read("trained_weights", trained_archive)) return false;
+  torch::NoGradGuard no_grad;
+  const auto parameters = model->parameters();
+  try {
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      torch::Tensor t;
+      trained_archive.read("p" + std::to_string(i), t);
+      if (t.sizes() != parameters[i].sizes()) {
+        throw InputError("checkpoint '" + path_ + "': trained weight " + std::to_string(i) + " does not match the model");
+      }
+      parameters[i].copy_(t);
+    }
+    torch::Tensor extra;
+    if (trained_archive.try_read("p" + std::to_string(parameters.size()), extra)) {
+      throw InputError("checkpoint '" + path_ + "': more trained weights than the model has parameters");
+    }
+  } catch (const c10::Error& e) {
+    throw InputError("checkpoint '" + path_ + "': its trained weights do not match the model or are corrupted (" +
+                     first_line(e.what_without_backtrace()) + ")");
+  }
+  return true;
 }
 
 std::vector<std::string> list_step_checkpoints(const std::string& save_dir) {

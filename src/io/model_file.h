@@ -2,7 +2,9 @@
 // copied and used without the directory it was trained in:
 //   format 2: the resolved config, the vocabulary sizes, the weights, the SentencePiece model(s)
 //             as bytes, the shortlist lexicon when there is one (decode.shortlist), and for
-//             resuming the training progress, the dropout RNG and (step checkpoints) the optimizer.
+//             resuming the training progress, the dropout RNG and (step checkpoints) the optimizer;
+//             a run with train.ema_decay keeps the averaged weights as the model's and the trained
+//             ones beside them (step checkpoints: "trained_weights"), which resume continues from.
 //   format 1: the same without tokenizers and lexicon; still read, its tokenizers (and
 //             lexicon.bin) from the directory the file is in.
 // Files are written atomically (temp file, fsync, rename): a kill at any moment leaves the previous
@@ -60,10 +62,12 @@ struct ModelAssets {
 };
 
 // Writes a checkpoint atomically, streamed to disk (without optimizer state when `optimizer` is
-// null). RuntimeError (naming the path) if it cannot be written; the previous file at `path`
-// stays intact.
+// null). `trained_weights` (train.ema_decay: `model` then holds the averages) are the weights
+// training goes on from, in the order of model->parameters(). RuntimeError (naming the path) if it
+// cannot be written; the previous file at `path` stays intact.
 void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
-                     torch::optim::Optimizer* optimizer, const TrainingProgress& progress, const ModelAssets& assets);
+                     torch::optim::Optimizer* optimizer, const TrainingProgress& progress, const ModelAssets& assets,
+                     const std::vector<torch::Tensor>* trained_weights = nullptr);
 
 struct CheckpointContents {
   int64_t format = kModelFormat;
@@ -84,6 +88,10 @@ class CheckpointFile {
   const CheckpointContents& header() const { return header_; }
   // InputError if the model (or optimizer, when given) does not match the stored state.
   void load_state(Seq2Seq& model, torch::optim::Optimizer* optimizer, bool restore_rng);
+  // A step checkpoint of a run with train.ema_decay: copies its trained weights into the model's
+  // parameters (in place) and returns true; false (the model untouched) for a file without them.
+  // InputError if they do not match the model.
+  bool load_trained_weights(Seq2Seq& model);
   // The stored tokenizers (format 2), else nullopt.
   std::optional<Tokenizers> tokenizers();
   // The stored lexicon (format 2, when it has one), else null.

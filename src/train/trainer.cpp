@@ -34,6 +34,7 @@
 #include "analysis/batch.h"
 #include "io/model_file.h"
 #include "train/distributed.h"
+#include "train/ema.h"
 #include "model/loss.h"
 #include "parallel/workers.h"
 #include "runtime/autocast.h"
@@ -143,6 +144,9 @@ class Trainer {
   Tokenizers share_tokenizers();
   void build_model();
   void restore_or_start();
+  // After a checkpoint's load_state: training goes on from its trained weights (a run with
+  // train.ema_decay stored the averages as the model), the averages from its model weights.
+  void take_trained_weights(CheckpointFile& file, const std::string& path);
   void reseed_other_ranks();
   void map_epoch_position(int64_t old_world_size);
   std::vector<std::vector<size_t>> epoch_batches(int64_t epoch, int64_t world_size) const;
@@ -180,6 +184,7 @@ class Trainer {
   std::optional<BpeDropout> src_bpe_dropout_, tgt_bpe_dropout_;  // data.src_bpe_dropout / tgt_bpe_dropout
   Seq2Seq model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<ParameterAverage> average_;  // train.ema_decay (rank 0, which validates and saves; null: off)
   std::unique_ptr<Replicas> replicas_;  // train.replicas (1: the model alone)
   TrainingProgress progress_;
   std::unique_ptr<JsonLog> log_;
@@ -296,6 +301,19 @@ void Trainer::build_model() {
   } else {
     optimizer_ = std::make_unique<torch::optim::SGD>(model_->parameters(), torch::optim::SGDOptions(t.learning_rate));
   }
+  if (t.ema_decay > 0 && is_main()) average_ = std::make_unique<ParameterAverage>(model_, t.ema_decay);
+}
+
+void Trainer::take_trained_weights(CheckpointFile& file, const std::string& path) {
+  if (average_) average_->restart();
+  const bool had_them = file.load_trained_weights(model_);
+  if (!is_main()) return;
+  if (average_ && !had_them) {
+    spdlog::info("[train] '{}' was written without train.ema_decay: the averages start from its weights", path);
+  } else if (!average_ && had_them) {
+    spdlog::info("[train] '{}' holds averaged weights, but train.ema_decay is 0: training goes on from its trained "
+                 "weights, without the averages", path);
+  }
 }
 
 void Trainer::restore_or_start() {
@@ -324,6 +342,7 @@ void Trainer::restore_or_start() {
           throw InputError("checkpoint '" + path + "' vocabulary does not match the tokenizer models in the save dir");
         }
         file.load_state(model_, optimizer_.get(), /*restore_rng=*/true);
+        take_trained_weights(file, path);
         progress = header.progress;
         chosen = path;
         break;
@@ -341,6 +360,7 @@ void Trainer::restore_or_start() {
       CheckpointFile file(chosen, &bytes);
       progress = file.header().progress;
       file.load_state(model_, optimizer_.get(), /*restore_rng=*/false);
+      take_trained_weights(file, chosen);
     }
   }
   progress_ = progress;
@@ -499,6 +519,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
 
 ValidResult Trainer::validate() {
   torch::NoGradGuard no_grad;
+  AveragesInModel averages(average_.get());
   model_->eval();
   ValidResult r;
   r.ppl = teacher_forced_nll(model_, valid_.examples, cfg_.train.batch_size, device_).perplexity();
@@ -567,6 +588,7 @@ void Trainer::after_validation(const ValidResult& v, bool scheduled) {
   save_step_checkpoint();
   if (improved) {
     check_finite_parameters();
+    AveragesInModel averages(average_.get());
     save_checkpoint((fs::path(cfg_.train.save_dir) / "best.pt").string(), cfg_, model_, /*optimizer=*/nullptr, progress_,
                     {tokenizers_, lexicon_});
   }
@@ -590,7 +612,10 @@ void Trainer::check_finite_parameters() {
 void Trainer::save_step_checkpoint() {
   check_finite_parameters();
   const auto path = (fs::path(cfg_.train.save_dir) / ("ckpt." + std::to_string(progress_.step) + ".pt")).string();
-  save_checkpoint(path, cfg_, model_, optimizer_.get(), progress_, {tokenizers_, lexicon_});
+  {
+    AveragesInModel averages(average_.get());
+    save_checkpoint(path, cfg_, model_, optimizer_.get(), progress_, {tokenizers_, lexicon_}, averages.trained_weights());
+  }
   auto all = list_step_checkpoints(cfg_.train.save_dir);
   for (size_t i = cfg_.train.keep_checkpoints; i < all.size(); ++i) {
     std::error_code ec;
@@ -743,6 +768,7 @@ void Trainer::train_loop() {
     }
     nonfinite_in_row_ = 0;
     ++progress_.step;
+    if (average_) average_->update(progress_.step);
     progress_.train_seconds = elapsed();
     if (!is_main()) continue;  // rank 0 alone reports, validates and writes checkpoints
     if (bar->enabled()) show_progress(*bar);

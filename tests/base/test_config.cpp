@@ -324,7 +324,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 100);  // one per field of config.h
+  CHECK(keys.size() == 101);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -501,6 +501,9 @@ TEST_CASE("config: validation names the key and the value", "[config]") {
     c = Config();
     c.train.weight_decay = 1.5;
     CHECK_THAT(validate_error(c), Contains("train.weight_decay must be in [0, 1), got 1.5"));
+    c = Config();
+    c.train.ema_decay = 1.0;
+    CHECK_THAT(validate_error(c), Contains("train.ema_decay must be in [0, 1), got 1"));
     c = Config();
     c.model.encoder.word_dropout = 1.0;
     CHECK_THAT(validate_error(c), Contains("model.encoder.word_dropout must be in [0, 1)"));

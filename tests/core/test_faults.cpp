@@ -36,12 +36,14 @@ TEST_CASE("resume is exact: N steps, stop, --resume to M == M steps straight", "
   // 30 pairs in batches of 8 = 4 batches per epoch, so the stop falls inside an epoch.
   // Also with the step-numbered schedule (warm-up, inverse square root), decoupled weight decay and
   // word dropout (its masks from the restored RNG). And with BPE-dropout (its draws seeded by the
-  // update, so the resumed run segments each pair as the straight run did).
+  // update, so the resumed run segments each pair as the straight run did). And with averaged
+  // weights (the averages and the trained weights both restored).
   const std::string extra = GENERATE(std::string(""),
                                      std::string(" --set train.lr_schedule=inverse_sqrt --set train.warmup_steps=10"
                                                  " --set train.weight_decay=0.01 --set model.encoder.word_dropout=0.2"
                                                  " --set model.decoder.word_dropout=0.2"),
-                                     std::string(" --set data.src_bpe_dropout=0.2 --set data.tgt_bpe_dropout=0.2"));
+                                     std::string(" --set data.src_bpe_dropout=0.2 --set data.tgt_bpe_dropout=0.2"),
+                                     std::string(" --set train.ema_decay=0.8"));
   INFO("settings:" << extra);
   write(dir / "c.yaml", tiny_config(dir / "straight", 21));
   const std::string cfg = (dir / "c.yaml").string() +
@@ -225,11 +227,12 @@ TEST_CASE("SIGTERM in the middle of an epoch, then --resume: the straight run, b
   // Batches of 2 pairs: 15 updates an epoch, validations every 25, dropout on, the plateau
   // schedule on; the signal lands wherever the training is after step 40.
   // Also with the cosine schedule (its length is max_steps, so a run is stopped by a signal, not
-  // by a lower max_steps), warm-up, decoupled weight decay and word dropout.
+  // by a lower max_steps), warm-up, decoupled weight decay, word dropout and averaged weights.
   auto dir = temp_dir("signal_exact");
   const std::string schedule = GENERATE(std::string(" --set train.lr_schedule=plateau --set train.lr_patience=1"),
                                         std::string(" --set train.lr_schedule=cosine --set train.warmup_steps=20"
-                                                    " --set train.weight_decay=0.01 --set model.decoder.word_dropout=0.2"));
+                                                    " --set train.weight_decay=0.01 --set model.decoder.word_dropout=0.2"
+                                                    " --set train.ema_decay=0.9"));
   INFO("settings:" << schedule);
   write(dir / "c.yaml", tiny_config(dir / "straight", 150));
   const std::string cfg = (dir / "c.yaml").string() +
