@@ -63,23 +63,14 @@ std::vector<torch::Tensor> clones(const std::vector<torch::Tensor>& ts) {
   return out;
 }
 
-// The step of the last validation that gave a new best.pt, from a save dir's log.jsonl.
-int64_t best_step(const fs::path& save_dir) {
-  int64_t step = -1;
+// A save dir's validations (log.jsonl), by step.
+std::map<int64_t, nlohmann::json> validations(const fs::path& save_dir) {
+  std::map<int64_t, nlohmann::json> out;
   for (const auto& line : attnmt::read_lines((save_dir / "log.jsonl").string())) {
     const auto j = nlohmann::json::parse(line);
-    if (j.value("type", "") == "valid" && j.value("best", false)) step = j.at("step").get<int64_t>();
+    if (j.value("type", "") == "valid") out[j.at("step").get<int64_t>()] = j;
   }
-  return step;
-}
-
-double valid_ppl_at(const fs::path& save_dir, int64_t step) {
-  for (const auto& line : attnmt::read_lines((save_dir / "log.jsonl").string())) {
-    const auto j = nlohmann::json::parse(line);
-    if (j.value("type", "") == "valid" && j.at("step").get<int64_t>() == step) return j.at("valid_ppl").get<double>();
-  }
-  FAIL("no validation at step " << step << " in " << save_dir);
-  return 0;
+  return out;
 }
 
 }  // namespace
@@ -156,9 +147,16 @@ TEST_CASE("train.ema_decay only watches training, validation and best.pt use the
   int differ = 0;
   for (const auto& [name, t] : trained) differ += torch::equal(t, averages.at(name)) ? 0 : 1;
   CHECK(differ > 0);
-  CHECK(valid_ppl_at(dir / "ema", 21) != valid_ppl_at(dir / "plain", 21));
-  // best.pt: the averages of the best validation's step
-  const auto best = best_step(dir / "ema");
+  const auto averaged_validations = validations(dir / "ema");
+  REQUIRE(averaged_validations.count(21));
+  REQUIRE(validations(dir / "plain").count(21));
+  CHECK(averaged_validations.at(21).at("valid_ppl").get<double>() !=
+        validations(dir / "plain").at(21).at("valid_ppl").get<double>());
+  // best.pt: the averages of the last validation that gave a new best
+  int64_t best = -1;
+  for (const auto& [step, v] : averaged_validations) {
+    if (v.value("best", false)) best = step;
+  }
   REQUIRE(best > 0);
   INFO("best at step " << best);
   const auto best_model = checkpoint_tensors(dir / "ema" / "best.pt");
