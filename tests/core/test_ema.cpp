@@ -148,10 +148,11 @@ TEST_CASE("train.ema_decay only watches training, validation and best.pt use the
   for (const auto& [name, t] : trained) differ += torch::equal(t, averages.at(name)) ? 0 : 1;
   CHECK(differ > 0);
   const auto averaged_validations = validations(dir / "ema");
+  const auto plain_validations = validations(dir / "plain");
   REQUIRE(averaged_validations.count(21));
-  REQUIRE(validations(dir / "plain").count(21));
+  REQUIRE(plain_validations.count(21));
   CHECK(averaged_validations.at(21).at("valid_ppl").get<double>() !=
-        validations(dir / "plain").at(21).at("valid_ppl").get<double>());
+        plain_validations.at(21).at("valid_ppl").get<double>());
   // best.pt: the averages of the last validation that gave a new best
   int64_t best = -1;
   for (const auto& [step, v] : averaged_validations) {
