@@ -215,7 +215,12 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
             {"--temperature", "decode.temperature", "Sampling: softmax(logits / T)"},
             {"--top-k", "decode.top_k", "Sampling: draw among the k likeliest tokens (0 = all)"},
             {"--top-p", "decode.top_p", "Sampling: draw among the likeliest tokens whose probability reaches p"},
-            {"--seed", "decode.seed", "Sampling: the seed"}});
+            {"--epsilon", "decode.epsilon", "Sampling: draw only tokens of model probability >= epsilon (0 = off)"},
+            {"--seed", "decode.seed", "Sampling: the seed"},
+            {"--mbr", "decode.mbr",
+             "none | bleu | chrf: minimum Bayes risk, the hypotheses reordered by expected sentence BLEU/chrF"},
+            {"--mbr-candidates", "decode.mbr_candidates",
+             "MBR: the hypotheses compared (beam: the best N of the beam, 0 = all; sampling: N samples)"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     share_one_malloc_arena();  // both before the model is loaded and the workers start
@@ -245,6 +250,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       check_streaming(members, {o->prefix.empty() ? "" : "--prefix", o->constraints.empty() ? "" : "--constraints",
                                 o->attention_out.empty() ? "" : "--attention-out", o->scores.empty() ? "" : "--scores",
                                 dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : "",
+                                dc.mbr != "none" ? "--mbr" : "",
                                 dc.min_length > 0 ? "--min-length" : "",
                                 dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : ""});
     }

@@ -163,7 +163,16 @@ struct DecodeConfig {
   double temperature = 1.0;
   int top_k = 0;
   double top_p = 1.0;
+  // Epsilon sampling (Hewitt et al., 2022): before the cuts above, tokens whose probability under
+  // the model is below epsilon are not drawn (the likeliest always may be). 0 = off.
+  double epsilon = 0.0;
   uint64_t seed = 1;
+  // Minimum Bayes risk decoding (decoding/mbr.h): the search's hypotheses (beam search: the best
+  // mbr_candidates of the beam, 0 = beam_size; sampling: mbr_candidates samples) are reordered by
+  // their expected sentence BLEU or chrF against each other, the expectation weighted by the
+  // model's probabilities (beam) or uniform (samples). none = off.
+  std::string mbr = "none";  // none | bleu | chrf
+  int mbr_candidates = 0;
 };
 
 // Data-parallel training (attnmt train --nproc N | --distributed): see train/distributed.h.

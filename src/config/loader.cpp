@@ -143,7 +143,10 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.temperature),
     ATTNMT_FIELD(decode.top_k),
     ATTNMT_FIELD(decode.top_p),
+    ATTNMT_FIELD(decode.epsilon),
     ATTNMT_FIELD(decode.seed),
+    ATTNMT_FIELD(decode.mbr),
+    ATTNMT_FIELD(decode.mbr_candidates),
 
     ATTNMT_FIELD(distributed.backend),
     ATTNMT_FIELD(distributed.timeout),
@@ -910,6 +913,22 @@ void validate_config(const Config& c) {
   check_double(d.temperature > 0 && std::isfinite(d.temperature), "decode.temperature", "> 0", d.temperature);
   check_int(d.top_k >= 0, "decode.top_k", ">= 0 (0 = all)", d.top_k);
   check_double(d.top_p > 0 && d.top_p <= 1, "decode.top_p", "in (0, 1]", d.top_p);
+  check_double(d.epsilon >= 0 && d.epsilon < 1, "decode.epsilon", "in [0, 1) (0 = off)", d.epsilon);
+  check_one_of(d.mbr, "decode.mbr", {"none", "bleu", "chrf"});
+  if (d.mbr != "none") {
+    if (d.sampling) {
+      check_int(d.mbr_candidates >= 2, "decode.mbr_candidates", ">= 2 (the samples compared) with decode.sampling",
+                d.mbr_candidates);
+    } else {
+      check_int(d.mbr_candidates >= 0 && d.mbr_candidates <= d.beam_size, "decode.mbr_candidates",
+                ("in [0, decode.beam_size=" + std::to_string(d.beam_size) + "] (0 = the whole beam)").c_str(),
+                d.mbr_candidates);
+    }
+    const int candidates = d.mbr_candidates > 0 ? d.mbr_candidates : d.beam_size;
+    check_int(d.n_best <= candidates, "decode.n_best",
+              ("<= the hypotheses MBR compares (" + std::to_string(candidates) + ", decode.mbr_candidates)").c_str(),
+              d.n_best);
+  }
 
   const DistributedConfig& dist = c.distributed;
   check_one_of(dist.backend, "distributed.backend", {"auto", "gloo", "nccl"});

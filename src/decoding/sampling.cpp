@@ -1,6 +1,7 @@
 // Random sampling (decode.sampling): each sentence's n_best samples are drawn token by token from
-// softmax(log_probs / temperature), cut to the top_k likeliest and then to the smallest set of
-// likeliest tokens whose probability reaches top_p. Every sample has a generator of its own,
+// softmax(log_probs / temperature), cut first to the tokens whose model probability reaches
+// epsilon (the likeliest always stays), then to the top_k likeliest and then to the smallest set
+// of likeliest tokens whose probability reaches top_p. Every sample has a generator of its own,
 // seeded by (decode.seed, the sentence's line, the sample's number), so what is drawn does not
 // depend on the batch, the worker or the thread that decodes it.
 #include <algorithm>
@@ -30,6 +31,11 @@ int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64
   for (int64_t v = 0; v < V; ++v)
     if (lp[v] > kNegInfF) pool.emplace_back(lp[v], v);
   if (pool.empty()) return -1;
+  if (o.epsilon > 0) {
+    const float top = std::max_element(pool.begin(), pool.end())->first;
+    const float floor = std::min(top, static_cast<float>(std::log(o.epsilon)));
+    pool.erase(std::remove_if(pool.begin(), pool.end(), [floor](const auto& e) { return e.first < floor; }), pool.end());
+  }
   auto likelier = [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
   if (o.top_k > 0 && static_cast<size_t>(o.top_k) < pool.size()) {
     std::partial_sort(pool.begin(), pool.begin() + o.top_k, pool.end(), likelier);

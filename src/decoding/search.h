@@ -32,6 +32,7 @@ struct SearchOptions {
   double temperature = 1.0;
   int top_k = 0;                  // 0 = all
   double top_p = 1.0;
+  double epsilon = 0.0;           // sampling: tokens of model probability < epsilon are not drawn
   uint64_t seed = 1;
 };
 

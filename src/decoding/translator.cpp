@@ -11,6 +11,7 @@
 #include <ATen/Parallel.h>
 
 #include "decoding/constraints.h"
+#include "decoding/mbr.h"
 #include "parallel/workers.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -32,9 +33,12 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.temperature = decode.temperature;
   options.search.top_k = decode.top_k;
   options.search.top_p = decode.top_p;
+  options.search.epsilon = decode.epsilon;
   options.search.seed = decode.seed;
   options.batch_size = decode.batch_size;
   options.workers = decode.workers;
+  options.mbr = decode.mbr;
+  options.mbr_candidates = decode.mbr_candidates;
   return options;
 }
 
@@ -115,6 +119,16 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     if (!encoded[i].empty()) order.push_back(i);
   }
   const auto sentence_guide = encode_guides(guides, tokenizers, encoded, order, options.search);
+  // With MBR the search returns every hypothesis to compare; n_best of them are kept after.
+  SearchOptions search = options.search;
+  const bool mbr = options.mbr != "none";
+  const MbrUtility utility = mbr ? mbr_utility(options.mbr) : MbrUtility::bleu;
+  if (mbr) {
+    search.n_best = search.sampling ? std::max(options.mbr_candidates, 1)
+                    : options.mbr_candidates > 0 ? std::min(options.mbr_candidates, search.beam_size)
+                                                 : search.beam_size;
+  }
+  const size_t n_best = static_cast<size_t>(std::min(options.search.n_best, search.n_best));
   // Longest first: similar lengths share a batch, and the largest batch is allocated first.
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return encoded[a].size() > encoded[b].size(); });
@@ -139,7 +153,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     }
     Guides sentence_guides;
     for (int64_t b = 0; b < B; ++b) sentence_guides.push_back(sentence_guide(order[start + b]));
-    auto nbest = search(model, src.to(device), lengths.to(device), options.search, sentence_guides);
+    auto nbest = attnmt::search(model, src.to(device), lengths.to(device), search, sentence_guides);
     for (int64_t b = 0; b < B; ++b) {
       const size_t line = order[start + b];
       auto& out = results[line];
@@ -164,6 +178,10 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
         }
         if (options.search.return_attention) tr.attention = std::move(hyp.attention);
         out.push_back(std::move(tr));
+      }
+      if (mbr) {
+        mbr_rerank(out, search.sampling, utility);
+        if (out.size() > n_best) out.resize(n_best);
       }
       if (out.empty()) out.emplace_back();  // never left without a line
     }

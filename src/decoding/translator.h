@@ -18,13 +18,18 @@ struct TranslateOptions {
   int max_source_tokens = 1024;  // longer inputs are truncated (memory stays bounded); logged
   std::string progress_label;    // "[translate]": a progress line on a terminal (util/progress.h); "" = none
   bool return_pieces = false;    // fill Translation's src_pieces/tgt_pieces (return_attention does too)
+  // Minimum Bayes risk reordering of each line's hypotheses (decoding/mbr.h; decode.mbr): "none",
+  // "bleu" or "chrf"; the hypotheses compared: beam search's best mbr_candidates (0 or more than
+  // beam_size: the whole beam), or mbr_candidates samples. search.n_best of them are returned.
+  std::string mbr = "none";
+  int mbr_candidates = 0;
 };
 
 struct Translation {
   std::string text;                      // detokenized
   std::vector<std::string> src_pieces;   // source subwords (+ "</s>"), with return_pieces or attention
   std::vector<std::string> tgt_pieces;   // target subwords (+ "</s>" if finished), the same
-  double score = 0;                     // log P / length penalty (+ coverage penalty)
+  double score = 0;                     // log P / length penalty (+ coverage penalty); MBR: expected utility
   double log_prob = 0;                  // log P(Y|X), eos included when finished
   size_t target_tokens = 0;             // generated subwords, </s> included when finished
   std::vector<std::vector<float>> attention;  // [tgt_pieces][src_pieces], if requested

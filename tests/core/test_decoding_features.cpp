@@ -13,6 +13,7 @@
 
 #include "checkpoints.h"
 #include "program.h"
+#include "eval/metrics.h"
 #include "util/text_io.h"
 
 namespace fs = std::filesystem;
@@ -250,5 +251,86 @@ TEST_CASE("translate: every output holds its constraints, lines without any deco
   r = run("translate --input " + kSrc + " " + model + " --sampling true --constraints " + (dir / "constraints.txt").string());
   CHECK(r.status == 2);
   CHECK_THAT(r.output, Catch::Contains("--constraints: not with decode.sampling"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("translate --mbr: the beam's hypotheses reordered by expected BLEU, bad settings refused", "[e2e][decoding]") {
+  auto dir = temp_dir("mbr");
+  const auto m = train_tiny(dir, "m");
+  const std::string model = "--model " + m.string() + " --beam-size 4";
+  // The beam's four hypotheses with their log-probabilities ("i ||| text ||| score" and
+  // "i<TAB>log P<TAB>score", line for line).
+  const auto beam = lines_of(translate(model + " --n-best 4 --scores " + (dir / "beam.tsv").string(), dir / "beam.txt"));
+  const auto beam_scores = lines_of(attnmt::read_file((dir / "beam.tsv").string()));
+  REQUIRE(beam.size() == 120);
+  REQUIRE(beam_scores.size() == 120);
+  struct Hyp {
+    std::string text;
+    double log_prob;
+  };
+  std::vector<std::vector<Hyp>> lists(30);
+  for (size_t k = 0; k < beam.size(); ++k) {
+    const size_t a = beam[k].find(" ||| "), b = beam[k].rfind(" ||| ");
+    const size_t line = std::stoul(beam[k].substr(0, a));
+    std::istringstream in(beam_scores[k]);
+    size_t index;
+    double log_prob;
+    in >> index >> log_prob;
+    REQUIRE(index == line);
+    lists.at(line).push_back({beam[k].substr(a + 5, b - a - 5), log_prob});
+  }
+  // MBR's order and scores, computed here from the beam: E(h) = sum_j P_j BLEU(h, y_j) / sum_j P_j.
+  const auto mbr = lines_of(translate(model + " --mbr bleu --n-best 4 --scores " + (dir / "mbr.tsv").string(), dir / "mbr.txt"));
+  const auto mbr_scores = lines_of(attnmt::read_file((dir / "mbr.tsv").string()));
+  const auto one_best = lines_of(translate(model + " --mbr bleu", dir / "mbr1.txt"));
+  REQUIRE(mbr.size() == 120);
+  REQUIRE(one_best.size() == 30);
+  for (size_t line = 0; line < 30; ++line) {
+    const auto& list = lists[line];
+    double top = list.front().log_prob, total = 0;
+    for (const auto& h : list) top = std::max(top, h.log_prob);
+    for (const auto& h : list) total += std::exp(h.log_prob - top);
+    std::vector<double> expected;
+    for (const auto& h : list) {
+      double e = 0;
+      for (const auto& y : list) e += std::exp(y.log_prob - top) * attnmt::corpus_bleu({h.text}, {y.text}).score;
+      expected.push_back(e / total);
+    }
+    double previous = 1e9;
+    for (size_t k = 0; k < 4; ++k) {
+      const auto& row = mbr[line * 4 + k];
+      const std::string text = row.substr(row.find(" ||| ") + 5, row.rfind(" ||| ") - row.find(" ||| ") - 5);
+      std::istringstream in(mbr_scores[line * 4 + k]);
+      size_t index;
+      double log_prob, score;
+      in >> index >> log_prob >> score;
+      INFO("line " << line << ", rank " << k << ": " << text);
+      CHECK(index == line);
+      CHECK(score <= previous + 1e-9);
+      previous = score;
+      // The hypothesis is one of the beam's, with its log-probability and E as its score.
+      bool found = false;
+      for (size_t j = 0; j < list.size(); ++j) {
+        if (list[j].text == text && std::abs(list[j].log_prob - log_prob) < 1e-6) {
+          found = true;
+          CHECK(score == Approx(expected[j]).epsilon(1e-6));
+        }
+      }
+      CHECK(found);
+      if (k == 0) CHECK(one_best[line] == text);
+    }
+  }
+
+  // chrF and samples run; bad settings are refused with the key.
+  CHECK(lines_of(translate(model + " --mbr chrf", dir / "chrf.txt")).size() == 30);
+  CHECK(lines_of(translate("--model " + m.string() + " --sampling true --mbr chrf --mbr-candidates 6 --n-best 2",
+                           dir / "s.txt")).size() == 60);
+  for (const std::string bad : {"--mbr ter", "--mbr bleu --mbr-candidates 5", "--mbr bleu --mbr-candidates -1",
+                                "--mbr bleu --mbr-candidates 2 --n-best 3", "--sampling true --mbr bleu"}) {
+    auto r = run("translate --input " + kSrc + " " + model + " " + bad);
+    INFO(bad << ": " << r.output);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::Contains("decode."));
+  }
   fs::remove_all(dir);
 }

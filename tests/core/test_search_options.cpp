@@ -173,6 +173,15 @@ TEST_CASE("sampling draws from the model's distribution, tempered and cut as ask
   nucleus.top_p = 0.5;  // first: a alone (.6 >= .5); after a: eos .4 + a .3 (a before b on the tie)
   CHECK(share(nucleus, {a}) == Approx(0.4 / 0.7).margin(0.04));
   CHECK(share(nucleus, {a, b}) == 0.0);
+  auto eps = o;
+  eps.epsilon = 0.1;  // after b: eos alone (a and b .05 are cut); after bos and after a nothing is cut
+  CHECK(share(eps, {b}) == Approx(0.4).margin(0.04));
+  CHECK(share(eps, {a}) == Approx(0.24).margin(0.04));
+  eps.epsilon = 0.35;  // after a: eos alone (.4; a and b .3 are cut)
+  CHECK(share(eps, {a}) == Approx(0.6).margin(0.04));
+  CHECK(share(eps, {a, a}) + share(eps, {a, b}) == 0.0);
+  eps.epsilon = 0.95;  // above every token's probability: the likeliest alone, a then eos
+  CHECK(share(eps, {a}) == 1.0);
   // A sample's score is its log-probability under the model (not the tempered one).
   const auto cold_samples = search(model, source(1), lengths(1), cold);  // kept: [0] of a temporary would dangle
   for (const auto& h : cold_samples[0]) {

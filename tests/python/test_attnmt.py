@@ -101,6 +101,9 @@ class TranslatorTest(unittest.TestCase):
         # the model's own decode settings when no option is given (beam 3 in its config)
         self.assertEqual([r[0].text for r in self.tr.translate(LINES)], self.cli())
         self.assertEqual(self.tr.settings["beam_size"], 3)
+        # minimum Bayes risk over the beam, as the program reorders it
+        self.assertEqual([r[0].text for r in self.tr.translate(LINES, beam_size=4, mbr="bleu")],
+                         self.cli("--beam-size", "4", "--mbr", "bleu"))
 
     def test_n_best_texts_and_scores_equal_the_programs(self):
         scores_file = self.tmp / "scores.tsv"
@@ -167,6 +170,8 @@ class TranslatorTest(unittest.TestCase):
             self.tr.translate(LINES[:1], beam_size=0)
         with self.assertRaisesRegex(ValueError, "decode.top_p"):
             self.tr.translate(LINES[:1], sampling=True, top_p=1.5)
+        with self.assertRaisesRegex(ValueError, "decode.mbr_candidates"):
+            self.tr.translate(LINES[:1], mbr="chrf", mbr_candidates=4)  # more than the beam of 3
         with self.assertRaisesRegex(TypeError, "beam_sise"):
             self.tr.translate(LINES[:1], beam_sise=2)
         with self.assertRaisesRegex(TypeError, "list of strings"):

@@ -1,0 +1,54 @@
+#include "decoding/mbr.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "eval/metrics.h"
+#include "util/error.h"
+
+namespace attnmt {
+
+MbrUtility mbr_utility(const std::string& name) {
+  if (name == "bleu") return MbrUtility::bleu;
+  if (name == "chrf") return MbrUtility::chrf;
+  throw InputError("decode.mbr: expected bleu or chrf, got '" + name + "'");
+}
+
+std::vector<double> mbr_expected_utility(const std::vector<std::string>& texts, const std::vector<double>& log_probs,
+                                         bool uniform, MbrUtility utility) {
+  const size_t n = texts.size();
+  std::vector<double> weights(n, 1.0);
+  if (!uniform && n > 0) {
+    const double top = *std::max_element(log_probs.begin(), log_probs.end());
+    for (size_t j = 0; j < n; ++j) weights[j] = std::exp(log_probs[j] - top);
+  }
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<double> expected(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      // A hypothesis against itself scores 100 under both utilities (when it has any n-gram).
+      const double u = utility == MbrUtility::bleu ? bleu_from_stats(bleu_sentence_stats(texts[i], texts[j])).score
+                                                   : chrf_from_stats(chrf_sentence_stats(texts[i], texts[j])).score;
+      expected[i] += weights[j] * u;
+    }
+    expected[i] /= total;
+  }
+  return expected;
+}
+
+void mbr_rerank(std::vector<Translation>& hypotheses, bool uniform, MbrUtility utility) {
+  if (hypotheses.empty()) return;
+  std::vector<std::string> texts;
+  std::vector<double> log_probs;
+  for (const auto& h : hypotheses) {
+    texts.push_back(h.text);
+    log_probs.push_back(h.log_prob);
+  }
+  const auto expected = mbr_expected_utility(texts, log_probs, uniform, utility);
+  for (size_t i = 0; i < hypotheses.size(); ++i) hypotheses[i].score = expected[i];
+  std::stable_sort(hypotheses.begin(), hypotheses.end(),
+                   [](const Translation& a, const Translation& b) { return a.score > b.score; });
+}
+
+}  // namespace attnmt
