@@ -105,6 +105,7 @@ struct ModelConfig {
   DecoderConfig decoder;
   AttentionConfig attention;
   bool tie_embeddings = false;  // output layer shares the target embedding matrix
+  bool share_embeddings = false;  // encoder and decoder read one embedding matrix (one vocabulary)
 };
 
 struct TrainConfig {

@@ -96,6 +96,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.attention.coverage),
     ATTNMT_FIELD(model.attention.coverage_loss),
     ATTNMT_FIELD(model.tie_embeddings),
+    ATTNMT_FIELD(model.share_embeddings),
 
     ATTNMT_FIELD(train.save_dir),
     ATTNMT_FIELD(train.batch_size),
@@ -802,6 +803,10 @@ void validate_config(const Config& c) {
 
   const ModelConfig& m = c.model;
   check_int(m.embedding_size > 0, "model.embedding_size", "> 0", m.embedding_size);
+  if (m.share_embeddings && !tok.shared) {
+    // Two tokenizers give the same id to different pieces: one matrix would mix them.
+    invalid("model.share_embeddings", "false unless tokenizer.shared is true (one vocabulary for both sides)", "true");
+  }
   check_one_of(m.encoder.rnn, "model.encoder.rnn", {"lstm", "gru"});
   check_int(m.encoder.layers > 0, "model.encoder.layers", "> 0", m.encoder.layers);
   check_int(m.encoder.hidden_size > 0, "model.encoder.hidden_size", "> 0", m.encoder.hidden_size);

@@ -11,18 +11,26 @@ namespace F = torch::nn::functional;
 Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab)
     : config_(config), vocab_(vocab) {
   const int64_t E = config.embedding_size;
+  if (config.share_embeddings && vocab.src != vocab.tgt) {
+    throw InputError("model.share_embeddings needs one vocabulary for both sides, got " + std::to_string(vocab.src) +
+                     " source and " + std::to_string(vocab.tgt) + " target pieces");
+  }
   src_embed_ = register_module(
       "src_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab.src, E).padding_idx(vocab.pad_id)));
-  tgt_embed_ = register_module(
-      "tgt_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab.tgt, E).padding_idx(vocab.pad_id)));
+  // Shared, the decoder reads the encoder's module itself, registered once: one parameter (one Adam
+  // state, one entry in the model file) trained through both uses. The target module is built and
+  // drawn all the same, so that every module after it starts as in the unshared model with the
+  // same seed (a paired comparison), and then dropped.
+  torch::nn::Embedding tgt(torch::nn::EmbeddingOptions(vocab.tgt, E).padding_idx(vocab.pad_id));
+  tgt_embed_ = config.share_embeddings ? src_embed_ : register_module("tgt_embed", tgt);
   {
     // N(0, 1/E) instead of N(0, 1): keeps the first RNN inputs at a sensible scale.
     torch::NoGradGuard no_grad;
     const double std = 1.0 / std::sqrt(static_cast<double>(E));
-    src_embed_->weight.normal_(0, std);
-    tgt_embed_->weight.normal_(0, std);
-    src_embed_->weight[vocab.pad_id].zero_();
-    tgt_embed_->weight[vocab.pad_id].zero_();
+    for (auto* embed : {&src_embed_, &tgt}) {
+      (*embed)->weight.normal_(0, std);
+      (*embed)->weight[vocab.pad_id].zero_();
+    }
   }
   encoder_ = register_module("encoder", Encoder(config.encoder, E));
   decoder_ = register_module("decoder", Decoder(config, encoder_->output_size()));
