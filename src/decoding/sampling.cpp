@@ -31,8 +31,11 @@ int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64
   for (int64_t v = 0; v < V; ++v)
     if (lp[v] > kNegInfF) pool.emplace_back(lp[v], v);
   if (pool.empty()) return -1;
+  // The likeliest log-probability: every cut below keeps that token, so it stays the pool's top.
+  const float top = std::max_element(pool.begin(), pool.end(), [](const auto& a, const auto& b) {
+                      return a.first < b.first;
+                    })->first;
   if (o.epsilon > 0) {
-    const float top = std::max_element(pool.begin(), pool.end())->first;
     const float floor = std::min(top, static_cast<float>(std::log(o.epsilon)));
     pool.erase(std::remove_if(pool.begin(), pool.end(), [floor](const auto& e) { return e.first < floor; }), pool.end());
   }
@@ -44,9 +47,6 @@ int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64
     std::sort(pool.begin(), pool.end(), likelier);
   }
   // Tempered weights, relative to the likeliest token (no overflow for any temperature).
-  const float top = std::max_element(pool.begin(), pool.end(), [](const auto& a, const auto& b) {
-                      return a.first < b.first;
-                    })->first;
   std::vector<double> weight(pool.size());
   double total = 0;
   for (size_t i = 0; i < pool.size(); ++i) total += weight[i] = std::exp((pool[i].first - top) / o.temperature);
