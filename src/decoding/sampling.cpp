@@ -26,15 +26,16 @@ double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) *
 
 // Draws a column of one row of log-probabilities (-inf: barred), or -1 when every one is barred.
 int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64& rng) {
-  std::vector<std::pair<float, int64_t>> pool;  // (log-probability, column), likeliest first
+  std::vector<std::pair<float, int64_t>> pool;  // (log-probability, column); sorted below where a cut needs it
   pool.reserve(static_cast<size_t>(V));
-  for (int64_t v = 0; v < V; ++v)
-    if (lp[v] > kNegInfF) pool.emplace_back(lp[v], v);
-  if (pool.empty()) return -1;
   // The likeliest log-probability: every cut below keeps that token, so it stays the pool's top.
-  const float top = std::max_element(pool.begin(), pool.end(), [](const auto& a, const auto& b) {
-                      return a.first < b.first;
-                    })->first;
+  float top = kNegInfF;
+  for (int64_t v = 0; v < V; ++v)
+    if (lp[v] > kNegInfF) {
+      pool.emplace_back(lp[v], v);
+      top = std::max(top, lp[v]);
+    }
+  if (pool.empty()) return -1;
   if (o.epsilon > 0) {
     const float floor = std::min(top, static_cast<float>(std::log(o.epsilon)));
     pool.erase(std::remove_if(pool.begin(), pool.end(), [floor](const auto& e) { return e.first < floor; }), pool.end());
