@@ -26,7 +26,7 @@ double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) *
 
 // Draws a column of one row of log-probabilities (-inf: barred), or -1 when every one is barred.
 int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64& rng) {
-  std::vector<std::pair<float, int64_t>> pool;  // (log-probability, column); sorted below where a cut needs it
+  std::vector<std::pair<float, int64_t>> pool;  // (log-probability, column): column order, but while a cut sorts it
   pool.reserve(static_cast<size_t>(V));
   // The likeliest log-probability: every cut below keeps that token, so it stays the pool's top.
   float top = kNegInfF;
@@ -48,17 +48,22 @@ int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64
     std::sort(pool.begin(), pool.end(), likelier);
   }
   // Tempered weights, relative to the likeliest token (no overflow for any temperature).
+  auto tempered = [&](const std::pair<float, int64_t>& e) { return std::exp((e.first - top) / o.temperature); };
+  if (o.top_p < 1.0) {  // pool is sorted: keep the shortest head whose share reaches top_p
+    double total = 0, head = 0;
+    for (const auto& e : pool) total += tempered(e);
+    size_t keep = 0;
+    while (keep < pool.size() && head < o.top_p * total) head += tempered(pool[keep++]);
+    pool.resize(keep);
+  }
+  // The draw walks the kept tokens in column order, not in likelihood order: two tokens whose
+  // log-probabilities differ by rounding alone (another batch size, another BLAS) could swap places
+  // in the likelihood order, and the same u would then pick the other one.
+  if (o.top_k > 0 || o.top_p < 1.0)
+    std::sort(pool.begin(), pool.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   std::vector<double> weight(pool.size());
   double total = 0;
-  for (size_t i = 0; i < pool.size(); ++i) total += weight[i] = std::exp((pool[i].first - top) / o.temperature);
-  if (o.top_p < 1.0) {  // pool is sorted: keep the shortest head whose share reaches top_p
-    double head = 0;
-    size_t keep = 0;
-    while (keep < pool.size() && head < o.top_p * total) head += weight[keep++];
-    pool.resize(keep);
-    weight.resize(keep);
-    total = head;
-  }
+  for (size_t i = 0; i < pool.size(); ++i) total += weight[i] = tempered(pool[i]);
   double u = uniform(rng) * total;
   for (size_t i = 0; i < pool.size(); ++i) {
     if (u < weight[i]) return pool[i].second;

@@ -213,6 +213,38 @@ TEST_CASE("sampling is reproducible for a seed, whatever the batch", "[search][s
   CHECK(tokens(search(model, source(1), lengths(1), o, alone)[0]) != x);
 }
 
+TEST_CASE("sampling: log-probabilities that differ by rounding alone draw the same tokens", "[search][sampling]") {
+  // a and b tie but for 2e-6 either way, a difference that another batch size or BLAS can make. A
+  // cut sorts the pool by likelihood; a draw walking that order would give most samples the other
+  // token of the two.
+  auto tie = [](double pa, double pb) {
+    return BigramModel({{2, {0, 0, 0, 0.1, pa, pb}}, {4, {0, 0, 0, 1.0, 0, 0}}, {5, {0, 0, 0, 1.0, 0, 0}}});
+  };
+  auto a_first = tie(0.450002, 0.449998), b_first = tie(0.449998, 0.450002);
+  // One sample for each of 200 lines (a search returns a line's samples best first, so one each
+  // keeps them apart).
+  auto o = plain(1);
+  o.sampling = true;
+  Guides lines(200);
+  for (size_t i = 0; i < lines.size(); ++i) lines[i].id = i;
+  for (const std::string cut : {"top_k", "top_p"}) {
+    auto options = o;
+    if (cut == "top_k") options.top_k = 2;  // a and b
+    else options.top_p = 0.8;               // a and b (.45 + .45)
+    const auto x = search(a_first, source(200), lengths(200), options, lines);
+    const auto y = search(b_first, source(200), lengths(200), options, lines);
+    int same = 0, starts_with_a = 0;
+    for (size_t i = 0; i < 200; ++i) {
+      same += x[i][0].tokens == y[i][0].tokens;
+      starts_with_a += x[i][0].tokens.at(0) == a;
+    }
+    INFO(cut);
+    CHECK(same == 200);
+    CHECK(starts_with_a > 70);  // both drawn, about half each
+    CHECK(starts_with_a < 130);
+  }
+}
+
 TEST_CASE("an ensemble takes the weighted mean of its members' log-probabilities", "[search][ensemble]") {
   auto m1 = garden_path();
   // After bos: a .2, b .8. After a: eos .9, a .05, b .05. After b: eos .5, a .25, b .25.
