@@ -297,7 +297,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                 {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
                 {"malloc", malloc_description()}, {"packed_weights", step_models.front()->packed()},
                 {"models", members.size()},
-                {"gemm", gemm_description()}, {"shortlist", dc.shortlist},
+                {"device", step_model.device().str()},
+                {"gemm", step_model.device().is_cpu() ? gemm_description() : "the device's"}, {"shortlist", dc.shortlist},
                 {"shortlist_mean_size", step_models.front()->mean_shortlist_size()}});
       write_file_atomic(o->stats, j.dump() + "\n");
     }
