@@ -22,6 +22,7 @@
 #include <system_error>
 #include <variant>
 
+#include "config/decode_rules.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -929,7 +930,7 @@ void validate_config(const Config& c) {
                 ("in [0, decode.beam_size=" + std::to_string(d.beam_size) + "] (0 = the whole beam)").c_str(),
                 d.mbr_candidates);
     }
-    const int candidates = d.mbr_candidates > 0 ? d.mbr_candidates : d.beam_size;
+    const int candidates = mbr_candidate_count(d.sampling, d.mbr_candidates, d.beam_size);
     check_int(d.n_best <= candidates, "decode.n_best",
               ("<= the hypotheses MBR compares (" + std::to_string(candidates) + ", decode.mbr_candidates)").c_str(),
               d.n_best);

@@ -10,6 +10,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "config/decode_rules.h"
 #include "decoding/constraints.h"
 #include "decoding/mbr.h"
 #include "parallel/workers.h"
@@ -124,9 +125,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   const bool mbr = options.mbr != "none";
   const MbrUtility utility = mbr ? mbr_utility(options.mbr) : MbrUtility::bleu;
   if (mbr) {
-    search.n_best = search.sampling ? std::max(options.mbr_candidates, 1)
-                    : options.mbr_candidates > 0 ? std::min(options.mbr_candidates, search.beam_size)
-                                                 : search.beam_size;
+    search.n_best = mbr_candidate_count(search.sampling, options.mbr_candidates, search.beam_size);
   }
   const size_t n_best = static_cast<size_t>(std::min(options.search.n_best, search.n_best));
   // Longest first: similar lengths share a batch, and the largest batch is allocated first.
