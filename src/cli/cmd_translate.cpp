@@ -298,7 +298,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                 {"malloc", malloc_description()}, {"packed_weights", step_models.front()->packed()},
                 {"models", members.size()},
                 {"device", step_model.device().str()},
-                {"gemm", step_model.device().is_cpu() ? gemm_description() : "the device's"}, {"shortlist", dc.shortlist},
+                {"gemm", gemm_description(step_model.device().is_cpu())}, {"shortlist", dc.shortlist},
                 {"shortlist_mean_size", step_models.front()->mean_shortlist_size()}});
       write_file_atomic(o->stats, j.dump() + "\n");
     }

@@ -44,6 +44,7 @@ void use_gemm_backend(const std::string& name) {
 }
 
 std::string gemm_description() { return g_onednn ? "oneDNN sgemm" : "BLAS sgemm"; }
+std::string gemm_description(bool on_cpu) { return on_cpu ? gemm_description() : "the device's"; }
 
 uint64_t onednn_gemm_calls() { return g_onednn_calls.load(std::memory_order_relaxed); }
 

@@ -19,6 +19,8 @@ namespace attnmt {
 void use_gemm_backend(const std::string& name);
 // What runs the products now: "oneDNN sgemm" or "BLAS sgemm".
 std::string gemm_description();
+// What runs a model's fp32 products: gemm_description() on the CPU, "the device's" on another device.
+std::string gemm_description(bool on_cpu);
 // Whether this build can route products to oneDNN at all.
 bool onednn_gemm_available();
 // Products oneDNN has run in this process (lets tests and --stats check that the routing works).

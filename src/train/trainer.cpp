@@ -863,7 +863,7 @@ void Trainer::run() {
     log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
                  {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
                  {"threads", torch::get_num_threads()}, {"replicas", replicas_->count()}, {"blas", blas_description()},
-                 {"malloc", malloc_description()}, {"gemm", device_.is_cpu() ? gemm_description() : "the device's"}, {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
+                 {"malloc", malloc_description()}, {"gemm", gemm_description(device_.is_cpu())}, {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
                  {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
   }
   stop_signals_ = std::make_unique<StopSignals>();
