@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "runtime/random.h"
 #include "util/error.h"
 
 namespace attnmt {
@@ -13,7 +14,7 @@ torch::nn::Linear linear(int64_t in, int64_t out) {
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
-    : Attention(query_size, memory_size), heads_(config.heads) {
+    : Attention(query_size, memory_size), heads_(config.heads), dropout_(config.dropout) {
   if (query_size % heads_ != 0 || memory_size % heads_ != 0) {
     throw InputError("model.attention.heads: " + std::to_string(heads_) + " heads must divide the decoder size (" +
                      std::to_string(query_size) + ") and the encoder output size (" +
@@ -41,7 +42,8 @@ AttentionOutput MultiHeadAttention::forward(const torch::Tensor& query, const At
   auto q = w_q_(query).view({B, 1, heads_, d_k_});                                  // [B, 1, H, d_k]
   auto scores = (memory.keys * q).sum(3) / std::sqrt(static_cast<double>(d_k_));    // [B, S, H]
   auto head_weights = masked_softmax(scores.transpose(1, 2), memory.mask.unsqueeze(1));  // [B, H, S]
-  auto heads = (head_weights.transpose(1, 2).unsqueeze(3) * memory.values).sum(1);  // [B, H, d_v]
+  auto used = stream_dropout(head_weights, dropout_, is_training());
+  auto heads = (used.transpose(1, 2).unsqueeze(3) * memory.values).sum(1);  // [B, H, d_v]
   auto context = w_o_(heads.reshape({B, heads_ * d_v_}));                           // [B, Dm]
   return {context, head_weights.mean(1), state};
 }

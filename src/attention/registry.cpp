@@ -109,6 +109,11 @@ void check_attention(const ModelConfig& model) {
     throw InputError("model.attention.coverage: '" + a.type + "' has no coverage term (the variants that use it: " +
                      with + ")");
   }
+  // The one variant whose weights are dropped; elsewhere the key would change nothing.
+  if (a.dropout > 0 && a.type != "multi_head") {
+    throw InputError("model.attention.dropout: '" + a.type +
+                     "' has no heads' weights to drop (the variant that uses it: multi_head)");
+  }
   const int64_t memory_size = model.encoder.hidden_size * (model.encoder.bidirectional ? 2 : 1);
   make_attention(model.attention, model.decoder.hidden_size, memory_size);
 }

@@ -93,6 +93,7 @@ struct AttentionConfig {
   bool hard_decode = true;    // monotonic: hard (one-hot, never moving left) attention when decoding
   double score_bias_init = -4.0;  // monotonic: initial r of the selection energy (sigmoid(r) = first p)
   int heads = 4;              // multi_head: number of heads
+  double dropout = 0.0;       // multi_head: dropout on each head's weights while training (0 = off)
   int max_area = 3;           // area: maximal span length A
   int chunk_size = 4;         // chunkwise (MoChA): states w of the chunk ending at the monotonic stop
   bool coverage = false;      // additive score with a coverage term (See et al., 2017)

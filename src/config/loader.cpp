@@ -92,6 +92,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.attention.hard_decode),
     ATTNMT_FIELD(model.attention.score_bias_init),
     ATTNMT_FIELD(model.attention.heads),
+    ATTNMT_FIELD(model.attention.dropout),
     ATTNMT_FIELD(model.attention.max_area),
     ATTNMT_FIELD(model.attention.chunk_size),
     ATTNMT_FIELD(model.attention.coverage),
@@ -843,6 +844,8 @@ void validate_config(const Config& c) {
   check_double(std::isfinite(m.attention.score_bias_init) && std::abs(m.attention.score_bias_init) <= 20,
                "model.attention.score_bias_init", "in [-20, 20]", m.attention.score_bias_init);
   check_int(m.attention.heads >= 1, "model.attention.heads", ">= 1", m.attention.heads);
+  check_double(m.attention.dropout >= 0 && m.attention.dropout < 1, "model.attention.dropout", "in [0, 1)",
+               m.attention.dropout);
   check_int(m.attention.max_area >= 1, "model.attention.max_area", ">= 1", m.attention.max_area);
   check_int(m.attention.chunk_size >= 1, "model.attention.chunk_size", ">= 1", m.attention.chunk_size);
   check_double(m.attention.coverage_loss >= 0 && std::isfinite(m.attention.coverage_loss),

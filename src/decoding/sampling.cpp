@@ -25,22 +25,29 @@ constexpr float kNegInfF = -std::numeric_limits<float>::infinity();
 double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 // Draws a column of one row of log-probabilities (-inf: barred), or -1 when every one is barred.
+// A token the draw may pick: its log-probability, column and tempered weight.
+struct Candidate {
+  float lp;
+  int64_t column;
+  double weight;
+};
+
 int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64& rng) {
-  std::vector<std::pair<float, int64_t>> pool;  // (log-probability, column): column order, but while a cut sorts it
+  std::vector<Candidate> pool;  // column order, but while a cut sorts it
   pool.reserve(static_cast<size_t>(V));
   // The likeliest log-probability: every cut below keeps that token, so it stays the pool's top.
   float top = kNegInfF;
   for (int64_t v = 0; v < V; ++v)
     if (lp[v] > kNegInfF) {
-      pool.emplace_back(lp[v], v);
+      pool.push_back({lp[v], v, 0.0});
       top = std::max(top, lp[v]);
     }
   if (pool.empty()) return -1;
   if (o.epsilon > 0) {
     const float floor = std::min(top, static_cast<float>(std::log(o.epsilon)));
-    pool.erase(std::remove_if(pool.begin(), pool.end(), [floor](const auto& e) { return e.first < floor; }), pool.end());
+    pool.erase(std::remove_if(pool.begin(), pool.end(), [floor](const Candidate& c) { return c.lp < floor; }), pool.end());
   }
-  auto likelier = [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; };
+  auto likelier = [](const Candidate& a, const Candidate& b) { return a.lp != b.lp ? a.lp > b.lp : a.column < b.column; };
   if (o.top_k > 0 && static_cast<size_t>(o.top_k) < pool.size()) {
     std::partial_sort(pool.begin(), pool.begin() + o.top_k, pool.end(), likelier);
     pool.resize(static_cast<size_t>(o.top_k));
@@ -48,28 +55,28 @@ int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64
     std::sort(pool.begin(), pool.end(), likelier);
   }
   // Tempered weights, relative to the likeliest token (no overflow for any temperature).
-  auto tempered = [&](const std::pair<float, int64_t>& e) { return std::exp((e.first - top) / o.temperature); };
+  double total = 0;
+  for (auto& c : pool) total += c.weight = std::exp((c.lp - top) / o.temperature);
   if (o.top_p < 1.0) {  // pool is sorted: keep the shortest head whose share reaches top_p
-    double total = 0, head = 0;
-    for (const auto& e : pool) total += tempered(e);
+    double head = 0;
     size_t keep = 0;
-    while (keep < pool.size() && head < o.top_p * total) head += tempered(pool[keep++]);
+    while (keep < pool.size() && head < o.top_p * total) head += pool[keep++].weight;
     pool.resize(keep);
   }
   // The draw walks the kept tokens in column order, not in likelihood order: two tokens whose
   // log-probabilities differ by rounding alone (another batch size, another BLAS) could swap places
   // in the likelihood order, and the same u would then pick the other one.
-  if (o.top_k > 0 || o.top_p < 1.0)
-    std::sort(pool.begin(), pool.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  std::vector<double> weight(pool.size());
-  double total = 0;
-  for (size_t i = 0; i < pool.size(); ++i) total += weight[i] = tempered(pool[i]);
-  double u = uniform(rng) * total;
-  for (size_t i = 0; i < pool.size(); ++i) {
-    if (u < weight[i]) return pool[i].second;
-    u -= weight[i];
+  if (o.top_k > 0 || o.top_p < 1.0) {  // and the kept tokens' total summed in that order
+    std::sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) { return a.column < b.column; });
+    total = 0;
+    for (const auto& c : pool) total += c.weight;
   }
-  return pool.back().second;  // u within rounding of total
+  double u = uniform(rng) * total;
+  for (const auto& c : pool) {
+    if (u < c.weight) return c.column;
+    u -= c.weight;
+  }
+  return pool.back().column;  // u within rounding of total
 }
 
 }  // namespace

@@ -853,7 +853,7 @@ void Trainer::run() {
   start_batches_ = epoch_batches(progress_.epoch, dist_->world_size());  // train_loop starts with them
   const auto batches_per_epoch = start_batches_.size();
   spdlog::info("[train] {} threads ({}, {}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
-               gemm_description(), blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
+               gemm_description(device_.is_cpu()), blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
                dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),
                                              dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
                                : std::string());

@@ -446,6 +446,69 @@ TEST_CASE("multi_head reports the mean of its heads' weights", "[attention][mult
   REQUIRE(torch::allclose(out.context[0], torch::matmul(wo, torch::cat(heads)), 1e-12, 1e-14));
 }
 
+// Each of the 16 keep/drop masks of a head's 4 weights, scaled as inverted dropout keeps them:
+// the one whose weighted sum of the head's values is `out` (within rounding), or an empty tensor.
+torch::Tensor dropped_weights(const torch::Tensor& weights, const torch::Tensor& values, const torch::Tensor& out,
+                              double p) {
+  for (int mask = 0; mask < 16; ++mask) {
+    auto w = weights.clone();
+    for (int64_t i = 0; i < 4; ++i) w[i] = (mask >> i & 1) ? weights[i] / (1 - p) : torch::zeros({}, kDouble);
+    if (torch::allclose(torch::matmul(w, values), out, 1e-9, 1e-11)) return w;
+  }
+  return {};
+}
+
+TEST_CASE("multi_head: attention dropout drops each head's weights while training, none when decoding",
+          "[attention][multi_head]") {
+  torch::manual_seed(14);
+  auto config = config_of("multi_head");
+  config.heads = 2;
+  config.dropout = 0.5;
+  auto multi = make(config, 4, 6);  // in eval mode
+  auto memory = torch::randn({1, 4, 6}, kDouble);
+  auto mem = multi->prepare(memory, mask_of({4}, 4));
+  auto query = torch::randn({1, 4}, kDouble);
+  const auto decoding = multi->forward(query, mem, {}, 0);
+  torch::Tensor wq, wk, wv, wo;
+  for (auto& p : multi->named_parameters()) {
+    if (p.key() == "w_q.weight") wq = p.value();
+    if (p.key() == "w_k.weight") wk = p.value();
+    if (p.key() == "w_v.weight") wv = p.value();
+    if (p.key() == "w_o.weight") wo = p.value();
+  }
+  // Each head's weights and values by hand, as in the test above.
+  auto q = torch::matmul(wq, query[0]);
+  auto k = torch::matmul(memory[0], wk.t());
+  auto v = torch::matmul(memory[0], wv.t());
+  std::vector<torch::Tensor> weights, values;
+  for (int64_t h = 0; h < 2; ++h) {
+    weights.push_back(torch::softmax(torch::matmul(k.narrow(1, 2 * h, 2), q.narrow(0, 2 * h, 2)) / std::sqrt(2.0), 0));
+    values.push_back(v.narrow(1, 3 * h, 3));
+  }
+  const auto full = torch::cat({torch::matmul(weights[0], values[0]), torch::matmul(weights[1], values[1])});
+  REQUIRE(torch::allclose(decoding.context[0], torch::matmul(wo, full), 1e-12, 1e-14));  // nothing dropped
+
+  multi->train();
+  const int draws = 400;
+  int64_t kept = 0, differed = 0;
+  for (int d = 0; d < draws; ++d) {
+    auto out = multi->forward(query, mem, {}, 0);
+    REQUIRE(torch::allclose(out.weights, decoding.weights, 1e-12, 1e-14));  // reported before dropout
+    // W_o is square: its inverse recovers the heads' joined outputs from the context.
+    auto joined = torch::linalg::solve(wo, out.context[0].unsqueeze(1), true).squeeze(1);
+    for (int64_t h = 0; h < 2; ++h) {
+      auto w = dropped_weights(weights[h], values[h], joined.narrow(0, 3 * h, 3), 0.5);
+      REQUIRE(w.defined());  // each weight either dropped or kept and scaled by 1 / (1 - p)
+      kept += (w != 0).sum().item<int64_t>();
+    }
+    if (!torch::allclose(out.context, decoding.context, 1e-9, 1e-11)) ++differed;
+  }
+  // 3,200 weights, each kept with probability 0.5: 1,600 +- 28 (one standard deviation).
+  CHECK(kept > 1450);
+  CHECK(kept < 1750);
+  CHECK(differed > draws * 9 / 10);  // all 8 weights kept (1 in 256) is the only way to match
+}
+
 TEST_CASE("key_value scores the first half of each direction and reads the second", "[attention][key_value]") {
   torch::manual_seed(13);
   auto config = config_of("key_value");

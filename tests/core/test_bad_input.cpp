@@ -102,6 +102,16 @@ const std::vector<Case>& cases() {
          return "train " + (d / "c.yaml").string() +
                 " --set model.attention.type=bahdanau --set model.attention.coverage_loss=1"; },
        2, {"model.attention.coverage_loss (1.000000) needs model.attention.coverage: true"}},
+      {"attention dropout on a variant without heads", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         return "train " + (d / "c.yaml").string() +
+                " --set model.attention.type=luong_general --set model.attention.dropout=0.1"; },
+       2, {"model.attention.dropout: 'luong_general' has no heads' weights to drop"}},
+      {"attention dropout >= 1", [](const fs::path& d) {
+         write(d / "c.yaml", tiny_config(d / "m", 2));
+         return "train " + (d / "c.yaml").string() +
+                " --set model.attention.type=multi_head --set model.attention.dropout=1"; },
+       2, {"model.attention.dropout must be in [0, 1)"}},
       {"unknown key, closest suggested", [](const fs::path& d) {
          write(d / "c.yaml", tiny_config(d / "m", 2) + "decode_: {}\nthread: 2\n");
          return "train " + (d / "c.yaml").string(); },
