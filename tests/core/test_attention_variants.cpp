@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -29,6 +30,17 @@ AttentionConfig config_of(const std::string& type) {
   AttentionConfig c;
   c.type = type;
   return c;
+}
+
+// multi_head's W_q, W_k, W_v and W_o, by their parameter names.
+std::array<torch::Tensor, 4> projections(Attention& multi) {
+  std::array<torch::Tensor, 4> w;
+  const std::array<std::string, 4> names{"w_q.weight", "w_k.weight", "w_v.weight", "w_o.weight"};
+  for (auto& p : multi.named_parameters()) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (p.key() == names[i]) w[i] = p.value();
+  }
+  return w;
 }
 
 torch::Tensor mask_of(const std::vector<int64_t>& lengths, int64_t S) {
@@ -424,13 +436,7 @@ TEST_CASE("multi_head reports the mean of its heads' weights", "[attention][mult
   auto query = torch::randn({1, 4}, kDouble);
   auto out = multi->forward(query, multi->prepare(memory, mask), {}, 0);
   // By hand: per-head projections are the row blocks of W_q, W_k, W_v.
-  torch::Tensor wq, wk, wv, wo;
-  for (auto& p : multi->named_parameters()) {
-    if (p.key() == "w_q.weight") wq = p.value();
-    if (p.key() == "w_k.weight") wk = p.value();
-    if (p.key() == "w_v.weight") wv = p.value();
-    if (p.key() == "w_o.weight") wo = p.value();
-  }
+  const auto [wq, wk, wv, wo] = projections(*multi);
   auto q = torch::matmul(wq, query[0]);  // [4]
   auto k = torch::matmul(memory[0], wk.t());  // [5, 4]
   auto v = torch::matmul(memory[0], wv.t());  // [5, 6]
@@ -469,13 +475,7 @@ TEST_CASE("multi_head: attention dropout drops each head's weights while trainin
   auto mem = multi->prepare(memory, mask_of({4}, 4));
   auto query = torch::randn({1, 4}, kDouble);
   const auto decoding = multi->forward(query, mem, {}, 0);
-  torch::Tensor wq, wk, wv, wo;
-  for (auto& p : multi->named_parameters()) {
-    if (p.key() == "w_q.weight") wq = p.value();
-    if (p.key() == "w_k.weight") wk = p.value();
-    if (p.key() == "w_v.weight") wv = p.value();
-    if (p.key() == "w_o.weight") wo = p.value();
-  }
+  const auto [wq, wk, wv, wo] = projections(*multi);
   // Each head's weights and values by hand, as in the test above.
   auto q = torch::matmul(wq, query[0]);
   auto k = torch::matmul(memory[0], wk.t());
