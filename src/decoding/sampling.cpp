@@ -24,7 +24,6 @@ constexpr float kNegInfF = -std::numeric_limits<float>::infinity();
 // std::uniform_real_distribution's).
 double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-// Draws a column of one row of log-probabilities (-inf: barred), or -1 when every one is barred.
 // A token the draw may pick: its log-probability, column and tempered weight.
 struct Candidate {
   float lp;
@@ -32,6 +31,7 @@ struct Candidate {
   double weight;
 };
 
+// Draws a column of one row of log-probabilities (-inf: barred), or -1 when every one is barred.
 int64_t draw(const float* lp, int64_t V, const SearchOptions& o, std::mt19937_64& rng) {
   std::vector<Candidate> pool;  // column order, but while a cut sorts it
   pool.reserve(static_cast<size_t>(V));
