@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the include edges between the folders of src/ against the layering
-#   cli / python -> analysis / train / bench / serve -> decoding / io -> model -> attention -> runtime / util
-# (with config, data, eval, align, report as base libraries below the model's code). A file may
+#   cli / python -> analysis / train / bench / serve / convert -> decoding / io -> model -> attention -> runtime / util
+# (with config, data, eval, align, report, pyformat as base libraries below the model's code). A file may
 # include its own folder and folders of a lower rank; anything else is a forbidden edge, printed
 # with its file and line, and the script exits 1. `--table` also prints every edge with its count.
 #   scripts/check_layering.sh [--table]
@@ -10,12 +10,12 @@ cd "$(dirname "$0")/.."
 
 declare -A rank=(
   [util]=0
-  [runtime]=1 [config]=1 [eval]=1 [align]=1 [parallel]=1
+  [runtime]=1 [config]=1 [eval]=1 [align]=1 [parallel]=1 [pyformat]=1
   [data]=2 [report]=2
   [spm_plugin]=3 [attention]=3
   [model]=4
   [io]=5 [decoding]=5
-  [analysis]=6 [bench]=6 [train]=6 [serve]=6
+  [analysis]=6 [bench]=6 [train]=6 [serve]=6 [convert]=6
   [cli]=7 [python]=7
 )
 # Edges between folders of one rank that the layering allows: training validates with the

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes the three places where outside bytes enter attnmt, with libFuzzer + AddressSanitizer +
+# Fuzzes the four places where outside bytes enter attnmt, with libFuzzer + AddressSanitizer +
 # UndefinedBehaviorSanitizer (clang; Debian: clang, libclang-rt-14-dev), each for a bounded time:
 #   fuzz_config           the YAML config loader (and --set overrides, and the YAML round trip)
 #   fuzz_corpus           the corpus reader (plain/gzip, CRLF, UTF-8, NUL, line length, pair check)
 #   fuzz_translate_input  translate's input reading + SentencePiece encode/decode
+#   fuzz_pyformat         torch.save checkpoints (zip, legacy), pickles, safetensors (src/pyformat/)
 # Seeds: the configs, data and test data of the repository. Prints executions and crashes per
 # target; crash inputs land in build-fuzz/crashes/<target>/. Exit 1 if any target crashed.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
@@ -24,12 +25,13 @@ flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefin
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNMT_BUILD_FUZZERS=ON -DATTNMT_TCMALLOC=OFF \
   -DATTNMT_BUILD_TESTS=OFF "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=address,undefined" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
-targets=(fuzz_config fuzz_corpus fuzz_translate_input)
+targets=(fuzz_config fuzz_corpus fuzz_translate_input fuzz_pyformat)
 cmake --build build-fuzz -j"${JOBS:-$(nproc)}" --target "${targets[@]}" attnmt_spm >/dev/null
 
 seeds=build-fuzz/seeds
-rm -rf "$seeds"; mkdir -p "$seeds"/{config,corpus,input}
+rm -rf "$seeds"; mkdir -p "$seeds"/{config,corpus,input,pyformat}
 cp configs/*/*.yaml "$seeds/config/"
+cp tests/data/pyformat/*.pt tests/data/pyformat/*.pkl tests/data/pyformat/*.safetensors "$seeds/pyformat/"
 i=0
 for f in data/multi30k/val.* tests/data/tiny.* tests/data/sacrebleu/*; do
   [ -f "$f" ] || continue
@@ -41,7 +43,7 @@ export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 status=0
 printf '\n| target | seconds | executions | exec/s | crashes |\n|---|---|---|---|---|\n' > build-fuzz/summary.md
 for t in "${targets[@]}"; do
-  case $t in fuzz_config) s=config ;; fuzz_corpus) s=corpus ;; *) s=input ;; esac
+  case $t in fuzz_config) s=config ;; fuzz_corpus) s=corpus ;; fuzz_pyformat) s=pyformat ;; *) s=input ;; esac
   mkdir -p "build-fuzz/crashes/$t" "build-fuzz/corpus/$t"
   log=build-fuzz/$t.log
   echo "[fuzz] $t: ${seconds}s"

@@ -20,6 +20,7 @@
 #include "eval/metrics.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
+#include "util/cpu_kernels.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
 #include "util/logging.h"
@@ -77,10 +78,9 @@ std::string cpu_model() {
   return "unknown";
 }
 
-bool cpu_has_bf16() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512bf16");
-}
+// Whether this CPU's bf16 products have a native kernel (util/cpu_kernels.h): only then is the
+// bf16 ceiling measured (emulated, it would take minutes and say nothing).
+bool cpu_has_bf16() { return has_native_bf16(this_cpu_flags()); }
 
 int resolve_threads(int threads) {
   return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -195,10 +195,14 @@ json run_bench(const BenchOptions& o) {
   json results = {
       {"machine",
        {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}, {"libtorch", TORCH_VERSION},
-        {"blas", blas_description()}, {"malloc", malloc_description()}, {"bf16", cpu_has_bf16()}, {"omp_wait_policy", wait_policy ? wait_policy : ""}}},
+        {"blas", blas_description()}, {"malloc", malloc_description()}, {"bf16", cpu_has_bf16()},
+        {"bf16_kernel", bf16_kernel_name(bf16_kernel(this_cpu_flags()))}, {"cpu_flags", kernel_flags(this_cpu_flags())},
+        {"omp_wait_policy", wait_policy ? wait_policy : ""}}},
       {"runs", json::array()}};
-  spdlog::info("[bench] {} | {} cores | LibTorch {} | {} | malloc: {}", results["machine"]["cpu"].get<std::string>(),
-               std::thread::hardware_concurrency(), TORCH_VERSION, blas_description(), malloc_description());
+  spdlog::info("[bench] {} ({}) | {} cores | LibTorch {} | {} | bf16 products: {} | malloc: {}",
+               results["machine"]["cpu"].get<std::string>(), kernel_flags(this_cpu_flags()),
+               std::thread::hardware_concurrency(), TORCH_VERSION, blas_description(),
+               bf16_kernel_name(bf16_kernel(this_cpu_flags())), malloc_description());
 
   Progress bar("[bench]", "configs", static_cast<int64_t>(o.configs.size()));
   for (size_t c = 0; c < o.configs.size(); ++c) {
@@ -342,8 +346,10 @@ std::string bench_table(const json& results) {
            str(s["max"].get<double>(), decimals) + ")";
   };
   const auto& m = results["machine"];
-  std::string out = "Machine: " + m["cpu"].get<std::string>() + ", " + std::to_string(m["cores"].get<int>()) +
-                    " cores; LibTorch " + m["libtorch"].get<std::string>() + "; " + m["blas"].get<std::string>();
+  std::string out = "Machine: " + m["cpu"].get<std::string>() + ", " + std::to_string(m["cores"].get<int>()) + " cores";
+  if (m.contains("cpu_flags")) out += " (" + m["cpu_flags"].get<std::string>() + ")";
+  out += "; LibTorch " + m["libtorch"].get<std::string>() + "; " + m["blas"].get<std::string>();
+  if (m.contains("bf16_kernel")) out += "; bf16 products: " + m["bf16_kernel"].get<std::string>();
   if (m.contains("malloc")) out += "; malloc: " + m["malloc"].get<std::string>();
   std::set<std::string> gemms;  // what ran the fp32 products (config key gemm), per run
   for (const auto& r : results["runs"]) {

@@ -10,9 +10,12 @@
 //   decode.batch_size, and the baseline: beam N one sentence at a time); sentences/s and target
 //   tokens/s for the whole process (start to exit, model loading included) and for translating
 //   alone (translate --stats), BLEU of the output;
-// - the ceiling, in this process: fp32 (and bf16 where the CPU has AVX512-BF16) GEMM GFLOP/s at
-//   the model's own shapes (bench/flops.h), forward and both backward orientations, combined with
-//   the weights of the model's FLOPs; achieved GFLOP/s = tokens/s x FLOPs per token.
+// - the ceiling, in this process: fp32 (and bf16 where the CPU has native bf16 products: AVX512-BF16
+//   or AMX-BF16, util/cpu_kernels.h) GEMM GFLOP/s at the model's own shapes (bench/flops.h), forward
+//   and both backward orientations, combined with the weights of the model's FLOPs; achieved
+//   GFLOP/s = tokens/s x FLOPs per token.
+// The machine's record names the kernels: the bf16 class, the CPU flags that decide it, and per
+// run the library of the fp32 products (config key gemm).
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -3,6 +3,7 @@
 //                  [--beam-size N] [--n-best N] [--batch-size N] [--workers N] [--precision fp32|bf16]
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
+//                  [--search-rules attnmt|opennmt|joeynmt] [--ban-unk true|false]
 //                  [--streaming [--lookahead K] [--delays FILE]]
 #include <algorithm>
 #include <chrono>
@@ -59,6 +60,7 @@ LineGuides read_line_guides(const std::string& prefix_file, const std::string& c
   for (const auto& [flag, file] : {std::pair{"--prefix", &prefix_file}, std::pair{"--constraints", &constraints_file}}) {
     if (file->empty()) continue;
     if (dc.shortlist) throw InputError(std::string(flag) + ": not with decode.shortlist (its tokens may be outside the shortlist)");
+    if (dc.search_rules != "attnmt") throw InputError(std::string(flag) + ": not with decode.search_rules " + dc.search_rules + " (attnmt's rules only)");
     if (dc.sampling && file == &constraints_file) throw InputError("--constraints: not with decode.sampling (beam or greedy search only)");
   }
   if (!prefix_file.empty()) guides.prefixes = read_guide_lines("--prefix", prefix_file, input_lines);
@@ -220,7 +222,10 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
             {"--mbr", "decode.mbr",
              "none | bleu | chrf: minimum Bayes risk, the hypotheses reordered by expected sentence BLEU/chrF"},
             {"--mbr-candidates", "decode.mbr_candidates",
-             "MBR: the hypotheses compared (beam: the best N of the beam, 0 = all; sampling: N samples)"}});
+             "MBR: the hypotheses compared (beam: the best N of the beam, 0 = all; sampling: N samples)"},
+            {"--search-rules", "decode.search_rules",
+             "attnmt | opennmt | joeynmt: search as attnmt, OpenNMT-py 2.3 or Joey NMT 2.3 does (converted models)"},
+            {"--ban-unk", "decode.ban_unk", "true | false: opennmt / joeynmt rules: never generate <unk>"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     share_one_malloc_arena();  // both before the model is loaded and the workers start
@@ -252,7 +257,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                                 dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : "",
                                 dc.mbr != "none" ? "--mbr" : "",
                                 dc.min_length > 0 ? "--min-length" : "",
-                                dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : ""});
+                                dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : "",
+                                dc.search_rules != "attnmt" ? "--search-rules" : ""});
     }
     const auto lines = read_lines(o->input.empty() ? "-" : o->input);
     if (o->streaming) {

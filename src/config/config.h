@@ -69,6 +69,9 @@ struct EncoderConfig {
   // a source token's whole embedding is zeroed (the rest are not rescaled)
   double word_dropout = 0.0;
   SelfAttentionConfig self_attention;
+  // Size of the source embeddings (0 = model.embedding_size); converted models may have their
+  // own per side (OpenNMT-py's src_word_vec_size, Joey NMT's encoder embedding_dim).
+  int embedding_size = 0;
 };
 
 struct DecoderConfig {
@@ -82,6 +85,21 @@ struct DecoderConfig {
   // intra-decoder attention over the decoder's own previous states (Paulus et al. 2017, 2.2), its
   // context joining the attentional hidden's input
   bool self_attention = false;
+  // The decoder's initial state from the encoder's (docs/convert.md has the toolkits' forms):
+  //   bridge               h0 = tanh(W_h f + b_h), c0 = W_c f + b_c per layer (f: the top encoder
+  //                        layer's final states, directions concatenated)
+  //   encoder              each layer's h0 (and c0) = the same encoder layer's final h (and c),
+  //                        directions concatenated (OpenNMT-py)
+  //   encoder_relu_bridge  the same through OpenNMT-py's bridge: ReLU(W s + b) on the stacked
+  //                        final states, one W for h and one for c
+  //   tanh_bridge          h0 = c0 = tanh(W f + b), the same for every layer (Joey NMT's bridge)
+  //   last                 h0 = c0 = f (its forward half when f is twice the decoder size; Joey NMT)
+  //   zero                 h0 = c0 = 0
+  std::string init = "bridge";
+  // The layer that makes the attentional hidden h~ (luong: W_c [c_t; s_t]): with a bias, and
+  // through tanh or not (OpenNMT-py's mlp attention has a bias and no tanh; Joey NMT bias and tanh).
+  bool combine_bias = false;
+  bool combine_tanh = true;
 };
 
 struct AttentionConfig {
@@ -107,6 +125,9 @@ struct ModelConfig {
   AttentionConfig attention;
   bool tie_embeddings = false;  // output layer shares the target embedding matrix
   bool share_embeddings = false;  // encoder and decoder read one embedding matrix (one vocabulary)
+  // The encoder reads the source's end-of-sentence token (false: it stops before it, as
+  // OpenNMT-py's models were trained: their source has no </s>).
+  bool source_eos = true;
 };
 
 struct TrainConfig {
@@ -134,6 +155,9 @@ struct TrainConfig {
   int keep_checkpoints = 3;      // keep the last K step checkpoints (plus best.pt)
   int report_every = 100;        // log a training line every N updates
   std::string precision = "fp32";  // fp32 | bf16 (autocast: matrix products in bfloat16, weights fp32)
+  // bf16 on a CPU without native bf16 products (no AVX512-BF16 or AMX, util/cpu_kernels.h) runs
+  // them emulated, ~14x slower than fp32 on AVX2: `train` refuses it there unless this is true.
+  bool allow_slow_bf16 = false;
   int replicas = 0;              // model replicas trained in threads on slices of each batch (0 = one per thread on CPU)
   uint64_t seed = 1234;
 };
@@ -175,6 +199,16 @@ struct DecodeConfig {
   // model's probabilities (beam) or uniform (samples). none = off.
   std::string mbr = "none";  // none | bleu | chrf
   int mbr_candidates = 0;
+  // Whose rules beam and greedy search follow (decoding/toolkit_search.h): attnmt's own, or
+  // OpenNMT-py 2.3's or Joey NMT 2.3's, so that a model converted from one of them translates as
+  // that toolkit translates it. With opennmt / joeynmt: max_length (> 0) is the only length limit,
+  // the end of sentence counted (max_length_ratio unused); length_penalty is their alpha (0 = no
+  // length penalty); min_length their min_length / min_output_length; sampling, the shortlist,
+  // coverage_penalty, no_repeat_ngram_size, mbr, prefixes and constraints are refused.
+  std::string search_rules = "attnmt";  // attnmt | opennmt | joeynmt
+  // opennmt / joeynmt rules: the unknown word is never chosen (OpenNMT-py's ban_unk_token, Joey
+  // NMT's generate_unk: false).
+  bool ban_unk = false;
 };
 
 // Data-parallel training (attnmt train --nproc N | --distributed): see train/distributed.h.

@@ -23,6 +23,7 @@
 #include <variant>
 
 #include "config/decode_rules.h"
+#include "config/option_tree.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -76,6 +77,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.encoder.self_attention.layers),
     ATTNMT_FIELD(model.encoder.self_attention.heads),
     ATTNMT_FIELD(model.encoder.self_attention.dropout),
+    ATTNMT_FIELD(model.encoder.embedding_size),
     ATTNMT_FIELD(model.decoder.rnn),
     ATTNMT_FIELD(model.decoder.style),
     ATTNMT_FIELD(model.decoder.layers),
@@ -84,6 +86,9 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.decoder.dropout),
     ATTNMT_FIELD(model.decoder.word_dropout),
     ATTNMT_FIELD(model.decoder.self_attention),
+    ATTNMT_FIELD(model.decoder.init),
+    ATTNMT_FIELD(model.decoder.combine_bias),
+    ATTNMT_FIELD(model.decoder.combine_tanh),
     ATTNMT_FIELD(model.attention.type),
     ATTNMT_FIELD(model.attention.hidden_size),
     ATTNMT_FIELD(model.attention.window),
@@ -99,6 +104,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(model.attention.coverage_loss),
     ATTNMT_FIELD(model.tie_embeddings),
     ATTNMT_FIELD(model.share_embeddings),
+    ATTNMT_FIELD(model.source_eos),
 
     ATTNMT_FIELD(train.save_dir),
     ATTNMT_FIELD(train.batch_size),
@@ -124,6 +130,7 @@ const Field kFields[] = {
     ATTNMT_FIELD(train.keep_checkpoints),
     ATTNMT_FIELD(train.report_every),
     ATTNMT_FIELD(train.precision),
+    ATTNMT_FIELD(train.allow_slow_bf16),
     ATTNMT_FIELD(train.replicas),
     ATTNMT_FIELD(train.seed),
 
@@ -150,6 +157,8 @@ const Field kFields[] = {
     ATTNMT_FIELD(decode.seed),
     ATTNMT_FIELD(decode.mbr),
     ATTNMT_FIELD(decode.mbr_candidates),
+    ATTNMT_FIELD(decode.search_rules),
+    ATTNMT_FIELD(decode.ban_unk),
 
     ATTNMT_FIELD(distributed.backend),
     ATTNMT_FIELD(distributed.timeout),
@@ -833,6 +842,30 @@ void validate_config(const Config& c) {
   check_int(m.decoder.hidden_size > 0, "model.decoder.hidden_size", "> 0", m.decoder.hidden_size);
   check_double(m.decoder.dropout >= 0 && m.decoder.dropout < 1, "model.decoder.dropout",
                "in [0, 1)", m.decoder.dropout);
+  check_int(m.encoder.embedding_size >= 0, "model.encoder.embedding_size", ">= 0 (0 = model.embedding_size)",
+            m.encoder.embedding_size);
+  check_one_of(m.decoder.init, "model.decoder.init",
+               {"bridge", "encoder", "encoder_relu_bridge", "tanh_bridge", "last", "zero"});
+  {
+    const int encoder_out = m.encoder.hidden_size * (m.encoder.bidirectional ? 2 : 1);
+    if (m.decoder.init == "encoder" || m.decoder.init == "encoder_relu_bridge") {
+      // Layer l starts from encoder layer l's final state: the stacks must match in depth, width and cell.
+      if (m.encoder.layers != m.decoder.layers || encoder_out != m.decoder.hidden_size ||
+          m.encoder.rnn != m.decoder.rnn) {
+        invalid("model.decoder.init",
+                "not '" + m.decoder.init + "' unless the encoder has the decoder's layers (" +
+                    std::to_string(m.decoder.layers) + "), cell (" + m.decoder.rnn + ") and output size (" +
+                    std::to_string(m.decoder.hidden_size) + ")",
+                m.decoder.init);
+      }
+    }
+    if (m.decoder.init == "last" && encoder_out != m.decoder.hidden_size && encoder_out != 2 * m.decoder.hidden_size) {
+      invalid("model.decoder.init",
+              "not 'last' unless the encoder's output size (" + std::to_string(encoder_out) +
+                  ") is the decoder's hidden size or twice it",
+              "last");
+    }
+  }
   // The name itself is checked by the attention registry (it knows the list).
   if (m.attention.type.empty()) invalid("model.attention.type", "set (an attention name)", "''");
   check_int(m.attention.hidden_size >= 0, "model.attention.hidden_size", ">= 0 (0 = decoder size)",
@@ -937,6 +970,22 @@ void validate_config(const Config& c) {
     check_int(d.n_best <= candidates, "decode.n_best",
               ("<= the hypotheses MBR compares (" + std::to_string(candidates) + ", decode.mbr_candidates)").c_str(),
               d.n_best);
+  }
+  check_one_of(d.search_rules, "decode.search_rules", {"attnmt", "opennmt", "joeynmt"});
+  if (d.search_rules == "attnmt") {
+    if (d.ban_unk) invalid("decode.ban_unk", "false with decode.search_rules: attnmt (a rule of opennmt and joeynmt)", "true");
+  } else {  // what the toolkits' rules (decoding/toolkit_search.h) do not do
+    const std::string with = " with decode.search_rules: " + d.search_rules;
+    check_int(d.max_length > 0, "decode.max_length", ("> 0" + with + " (the toolkit's max_length, its only length limit)").c_str(),
+              d.max_length);
+    auto refuse = [&](bool on, const char* key, const std::string& off, const std::string& got) {
+      if (on) invalid(key, off + with + " (attnmt's rules only)", got);
+    };
+    refuse(d.sampling, "decode.sampling", "false", "true");
+    refuse(d.shortlist, "decode.shortlist", "false", "true");
+    refuse(d.coverage_penalty != 0, "decode.coverage_penalty", "0", format_double(d.coverage_penalty));
+    refuse(d.no_repeat_ngram_size != 0, "decode.no_repeat_ngram_size", "0", std::to_string(d.no_repeat_ngram_size));
+    refuse(d.mbr != "none", "decode.mbr", "none", in_quotes(d.mbr));
   }
 
   const DistributedConfig& dist = c.distributed;
@@ -1053,6 +1102,78 @@ std::string config_to_yaml(const Config& config_in, bool only_changed) {
   out << YAML::EndMap;
   if (!out.good()) throw RuntimeError("cannot write the config as YAML: " + out.GetLastError());
   return std::string(out.c_str()) + "\n";
+}
+
+
+namespace {
+
+bool yaml_bool(const std::string& s, bool* out) {
+  static const char* const truths[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"};
+  static const char* const lies[] = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"};
+  for (const char* t : truths) {
+    if (s == t) return *out = true, true;
+  }
+  for (const char* f : lies) {
+    if (s == f) return *out = false, true;
+  }
+  return false;
+}
+
+OptionValue yaml_tree(const YAML::Node& node, int depth, const Source& source) {
+  if (depth > 64) throw InputError(source.label + ": nested more than 64 levels deep");
+  OptionValue v;
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      v.kind = OptionValue::kMap;
+      for (const auto& entry : node) {
+        if (!entry.first.IsScalar()) {
+          throw InputError(source.label + ": keys must be names" + line_suffix(source, entry.first.Mark()));
+        }
+        v.map[entry.first.Scalar()] = yaml_tree(entry.second, depth + 1, source);
+      }
+      return v;
+    case YAML::NodeType::Sequence:
+      v.kind = OptionValue::kList;
+      for (const auto& item : node) v.list.push_back(yaml_tree(item, depth + 1, source));
+      return v;
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      v.s = s;
+      v.kind = OptionValue::kString;
+      if (node.Tag() == "!") return v;  // quoted: a string whatever it looks like
+      if (s == "~" || s == "null" || s == "Null" || s == "NULL") {
+        v.kind = OptionValue::kNone;
+      } else if (yaml_bool(s, &v.b)) {
+        v.kind = OptionValue::kBool;
+      } else {
+        const char* begin = s.data();
+        const char* end = s.data() + s.size();
+        int64_t i = 0;
+        if (auto r = std::from_chars(begin, end, i); r.ec == std::errc() && r.ptr == end) {
+          v.kind = OptionValue::kInt;
+          v.i = i;
+        } else if (!s.empty() && s.find_first_of("0123456789") != std::string::npos) {
+          char* stop = nullptr;
+          errno = 0;
+          const double d = std::strtod(s.c_str(), &stop);
+          if (stop == s.c_str() + s.size() && errno == 0) {
+            v.kind = OptionValue::kFloat;
+            v.f = d;
+          }
+        }
+      }
+      return v;
+    }
+    default:
+      return v;  // null
+  }
+}
+
+}  // namespace
+
+OptionValue read_yaml_tree(const std::string& path) {
+  const Source source{in_quotes(path), /*has_lines=*/true};
+  return yaml_tree(parse_root(read_config_text(path), source), 0, source);
 }
 
 }  // namespace attnmt

@@ -14,6 +14,7 @@
 
 #include "data/corpus.h"
 #include "data/spm_backend.h"
+#include "data/toolkit_vocab.h"
 #include "data/word_vocab.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
@@ -171,6 +172,9 @@ std::unique_ptr<TokenizerBackend> new_backend(const std::string& type) {
 
 // The backend that reads a model starting with `head`.
 std::unique_ptr<TokenizerBackend> backend_for(const std::string& head) {
+  if (ToolkitVocab::is_toolkit_vocab(head)) {
+    return std::make_unique<ToolkitVocab>([] { return new_backend("sentencepiece"); });
+  }
   return new_backend(WordVocab::is_word_vocab(head) ? "none" : "sentencepiece");
 }
 
@@ -257,6 +261,9 @@ float Tokenizer::piece_score(int id) const { return impl_->processor->piece_scor
 bool Tokenizer::piece_is_normal(int id) const { return impl_->processor->piece_is_normal(id); }
 int Tokenizer::vocab_size() const { return impl_->processor->piece_size(); }
 std::string Tokenizer::type() const {
+  if (const auto* converted = dynamic_cast<const ToolkitVocab*>(impl_->processor.get())) {
+    return converted->has_sentencepiece() ? "sentencepiece" : "none";
+  }
   return dynamic_cast<const WordVocab*>(impl_->processor.get()) ? "none" : "sentencepiece";
 }
 std::string Tokenizer::serialized() const { return impl_->processor->serialized(); }

@@ -25,6 +25,8 @@ class EnsembleStepModel : public StepModel {
   StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
   int64_t bos_id() const override { return members_.front()->bos_id(); }
   int64_t eos_id() const override { return members_.front()->eos_id(); }
+  int64_t pad_id() const override { return members_.front()->pad_id(); }
+  int64_t unk_id() const override { return members_.front()->unk_id(); }
   torch::Device device() const override { return members_.front()->device(); }
 
  private:

@@ -10,6 +10,7 @@
 #include "decoding/constraints.h"
 #include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
+#include "decoding/toolkit_search.h"
 
 namespace attnmt {
 
@@ -34,6 +35,7 @@ double gnmt_length_penalty(int64_t length, double alpha) {
 std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,
                                             const torch::Tensor& lengths, const SearchOptions& options,
                                             const Guides& guides) {
+  if (options.rules != SearchRules::attnmt) return toolkit_search(model, src, lengths, options, guides);
   if (options.sampling) {
     TORCH_CHECK(!has_constraints(guides), "search: constraints need beam or greedy search, not sampling");
     return sampling_search(model, src, lengths, options, guides);

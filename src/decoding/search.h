@@ -9,6 +9,8 @@
 // Sampling draws each token from the step's (tempered, top-k/top-p cut) distribution instead.
 // With constraints (a phrase list per sentence), beam search allocates its beam dynamically
 // (constraints.h). All follow the token rules (token_rules.h): min_length, no_repeat_ngram_size, a prefix.
+// With options.rules opennmt or joeynmt, search() follows those toolkits' rules instead
+// (toolkit_search.h), for the models converted from them.
 #pragma once
 #include <torch/torch.h>
 
@@ -18,7 +20,15 @@
 
 namespace attnmt {
 
+// Whose beam and greedy search rules search() follows (decode.search_rules).
+enum class SearchRules {
+  attnmt,   // this file's
+  opennmt,  // OpenNMT-py 2.3's BeamSearch (toolkit_search.h)
+  joeynmt,  // Joey NMT 2.3's beam_search and recurrent_greedy (toolkit_search.h)
+};
+
 struct SearchOptions {
+  SearchRules rules = SearchRules::attnmt;
   int beam_size = 5;
   double length_penalty = 0.6;    // GNMT alpha; 0 = raw log-probability
   double coverage_penalty = 0.0;  // GNMT beta; 0 = off
@@ -27,6 +37,8 @@ struct SearchOptions {
   bool return_attention = false;
   int min_length = 0;             // no eos before this many target tokens
   int max_length = 0;             // at most this many target tokens (0 = only the ratio's limit)
+                                  // (opennmt / joeynmt rules: the only limit, eos counted, > 0)
+  bool ban_unk = false;           // opennmt / joeynmt rules: the unknown word is never chosen
   int no_repeat_ngram_size = 0;   // 0 = off
   bool sampling = false;
   double temperature = 1.0;
@@ -66,8 +78,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
 std::vector<std::vector<Hypothesis>> sampling_search(StepModel& model, const torch::Tensor& src,
                                                      const torch::Tensor& lengths, const SearchOptions& options,
                                                      const Guides& guides = {});
-// sampling ? sampling : constraints ? constrained beam (constraints.h) :
-// beam_size == 1 && n_best == 1 ? greedy : beam.
+// rules opennmt / joeynmt ? toolkit_search (toolkit_search.h) : sampling ? sampling :
+// constraints ? constrained beam (constraints.h) : beam_size == 1 && n_best == 1 ? greedy : beam.
 std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,
                                             const torch::Tensor& lengths, const SearchOptions& options,
                                             const Guides& guides = {});

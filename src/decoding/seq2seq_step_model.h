@@ -23,7 +23,8 @@ class Seq2SeqStepModel : public StepModel {
   // (runtime/packed_linear.h).
   // precision (decode.precision): fp32, or bf16 = those products in bfloat16 (fp32 accumulation);
   // without packed weights, bf16 is the output layer's product alone, from a bfloat16 copy of its
-  // weight. The softmax is fp32 either way. CPU only (else fp32).
+  // weight. The softmax is fp32 either way. CPU only (else fp32), and only a CPU with native bf16
+  // products (util/cpu_kernels.h): elsewhere fp32, with a warning once per process.
   explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
   // Whether the products run on packed weights.
   bool packed() const { return model_.packed(); }
@@ -38,6 +39,7 @@ class Seq2SeqStepModel : public StepModel {
   StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override;
   int64_t bos_id() const override { return model_.vocab().bos_id; }
   int64_t eos_id() const override { return model_.vocab().eos_id; }
+  int64_t pad_id() const override { return model_.vocab().pad_id; }
   torch::Device device() const override { return model_.device(); }
 
  private:

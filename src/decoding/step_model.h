@@ -44,6 +44,10 @@ class StepModel {
   virtual StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) = 0;
   virtual int64_t bos_id() const = 0;
   virtual int64_t eos_id() const = 0;
+  // The padding and unknown-word tokens, which the toolkits' search rules bar (toolkit_search.h);
+  // attnmt's vocabularies (converted ones too) have them at 0 and 1 (data/tokenizer.h).
+  virtual int64_t pad_id() const { return 0; }
+  virtual int64_t unk_id() const { return 1; }
   virtual torch::Device device() const = 0;
 };
 

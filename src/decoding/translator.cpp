@@ -36,6 +36,10 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.top_p = decode.top_p;
   options.search.epsilon = decode.epsilon;
   options.search.seed = decode.seed;
+  options.search.rules = decode.search_rules == "opennmt"   ? SearchRules::opennmt
+                         : decode.search_rules == "joeynmt" ? SearchRules::joeynmt
+                                                            : SearchRules::attnmt;
+  options.search.ban_unk = decode.ban_unk;
   options.batch_size = decode.batch_size;
   options.workers = decode.workers;
   options.mbr = decode.mbr;
@@ -110,6 +114,11 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   };
   check_lines(guides.prefixes.size(), "--prefix");
   check_lines(guides.constraints.size(), "--constraints");
+  if (options.search.rules != SearchRules::attnmt && (!guides.prefixes.empty() || !guides.constraints.empty())) {
+    throw InputError(std::string(guides.prefixes.empty() ? "constraints" : "target prefixes") +
+                     ": not with decode.search_rules " +
+                     (options.search.rules == SearchRules::opennmt ? "opennmt" : "joeynmt") + " (attnmt's rules only)");
+  }
   torch::InferenceMode inference;
   const auto device = model.device();
   const int64_t pad = Tokenizer::kPad;

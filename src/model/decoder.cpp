@@ -29,13 +29,23 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
   const int64_t dynamic = luong_ ? (dec.input_feeding ? H : 0) : ctx;
   rnn_ = register_module("rnn", RnnStack(dec.rnn, E, dynamic, H, dec.layers, dec.dropout));
   const int64_t final_size = config.encoder.hidden_size * (config.encoder.bidirectional ? 2 : 1);
-  bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, dec.layers * H));
-  if (rnn_->is_lstm()) {
-    bridge_c_ = register_module("bridge_c", torch::nn::Linear(final_size, dec.layers * H));
+  if (dec.init == "bridge") {
+    bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, dec.layers * H));
+    if (rnn_->is_lstm()) {
+      bridge_c_ = register_module("bridge_c", torch::nn::Linear(final_size, dec.layers * H));
+    }
+  } else if (dec.init == "tanh_bridge") {
+    bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, H));
+  } else if (dec.init == "encoder_relu_bridge") {
+    // One square layer over each direction's states of all layers (OpenNMT-py's total_hidden_dim).
+    const int64_t n = config.encoder.hidden_size * config.encoder.layers;
+    relu_bridge_h_ = register_module("relu_bridge_h", torch::nn::Linear(n, n));
+    if (rnn_->is_lstm()) relu_bridge_c_ = register_module("relu_bridge_c", torch::nn::Linear(n, n));
   }
   const int64_t intra = dec.self_attention ? H : 0;
   const int64_t combine_in = (luong_ ? ctx + H : H + ctx + E) + intra;
-  combine_ = register_module("combine", torch::nn::Linear(torch::nn::LinearOptions(combine_in, H).bias(false)));
+  combine_ = register_module("combine",
+                             torch::nn::Linear(torch::nn::LinearOptions(combine_in, H).bias(dec.combine_bias)));
   if (dec.self_attention) intra_ = register_module("intra", torch::nn::Linear(torch::nn::LinearOptions(H, H).bias(false)));
 }
 
@@ -53,15 +63,50 @@ torch::Tensor DecoderImpl::intra_context(const torch::Tensor& s, DecoderStepStat
   return context;
 }
 
+std::vector<torch::Tensor> DecoderImpl::relu_bridge(torch::nn::Linear linear,
+                                                    const std::vector<torch::Tensor>& x) const {
+  // OpenNMT-py stacks the final states as [L*D, B, h] (layer-major, then direction) and views
+  // them as rows of L*h values before its Linear + ReLU. Done here per sentence (what OpenNMT-py
+  // computes with one sentence per batch; its view mixes the sentences of a larger batch).
+  const int64_t L = static_cast<int64_t>(x.size());
+  const int64_t D = config_.encoder.bidirectional ? 2 : 1;
+  const int64_t h = config_.encoder.hidden_size;
+  const int64_t B = x[0].size(0);
+  auto stacked = torch::stack(x, 1).view({B, L * D, h});            // [B, L*D, h], ld = l*D + d
+  auto out = torch::relu(linear(stacked.reshape({B, D, L * h})));   // [B, D, L*h]
+  return out.reshape({B, L, D * h}).unbind(1);                      // L x [B, D*h]
+}
+
 DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const AttentionMemory& memory) {
   const auto L = config_.decoder.layers;
+  const auto H = config_.decoder.hidden_size;
+  const auto& init = config_.decoder.init;
+  const bool lstm = rnn_->is_lstm();
   DecoderStepState state;
-  auto h0 = torch::tanh(bridge_h_(encoded.final_h)).chunk(L, 1);  // L x [B, H]
-  state.rnn.h.assign(h0.begin(), h0.end());
-  if (rnn_->is_lstm()) {
-    // The LSTM cell starts from its own bridge of the encoder's final outputs.
-    auto c0 = bridge_c_(encoded.final_h).chunk(L, 1);
-    state.rnn.c.assign(c0.begin(), c0.end());
+  auto same_for_every_layer = [&](const torch::Tensor& x) {
+    state.rnn.h.assign(static_cast<size_t>(L), x);
+    if (lstm) state.rnn.c.assign(static_cast<size_t>(L), x);
+  };
+  if (init == "bridge") {
+    auto h0 = torch::tanh(bridge_h_(encoded.final_h)).chunk(L, 1);  // L x [B, H]
+    state.rnn.h.assign(h0.begin(), h0.end());
+    if (lstm) {
+      // The LSTM cell starts from its own bridge of the encoder's final outputs.
+      auto c0 = bridge_c_(encoded.final_h).chunk(L, 1);
+      state.rnn.c.assign(c0.begin(), c0.end());
+    }
+  } else if (init == "encoder") {
+    state.rnn.h = encoded.layer_h;
+    if (lstm) state.rnn.c = encoded.layer_c;
+  } else if (init == "encoder_relu_bridge") {
+    state.rnn.h = relu_bridge(relu_bridge_h_, encoded.layer_h);
+    if (lstm) state.rnn.c = relu_bridge(relu_bridge_c_, encoded.layer_c);
+  } else if (init == "tanh_bridge") {
+    same_for_every_layer(torch::tanh(bridge_h_(encoded.final_h)));
+  } else if (init == "last") {
+    same_for_every_layer(encoded.final_h.size(1) == H ? encoded.final_h : encoded.final_h.slice(1, 0, H));
+  } else {  // zero
+    same_for_every_layer(torch::zeros({encoded.final_h.size(0), H}, encoded.final_h.options()));
   }
   if (luong_ && config_.decoder.input_feeding) state.feed = torch::zeros_like(state.rnn.h[0]);
   state.attention = attention_->initial_state(memory);
@@ -69,11 +114,11 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
 }
 
 DecoderProducts DecoderImpl::products(ExecutionMode mode) const {
-  return {rnn_->products(mode), make_product(combine_->weight, torch::Tensor(), mode)};
+  return {rnn_->products(mode), make_product(combine_->weight, combine_bias(), mode)};
 }
 
 DecoderProducts DecoderImpl::training_products() const {
-  return {rnn_->training_products(), make_training_product(combine_->weight, torch::Tensor())};
+  return {rnn_->training_products(), make_training_product(combine_->weight, combine_bias())};
 }
 
 torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
@@ -86,7 +131,7 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tenso
     auto att = attention_->forward(s, memory, state.attention, t);
     state.attention = std::move(att.state);
     auto input = intra_ ? torch::cat({att.context, intra_context(s, state), s}, 1) : torch::cat({att.context, s}, 1);
-    out = stream_dropout(torch::tanh(combine(input)), config_.decoder.dropout, is_training());  // h~_t
+    out = stream_dropout(combine_activation(combine(input)), config_.decoder.dropout, is_training());  // h~_t
     if (state.feed.defined()) state.feed = out;
     if (weights) *weights = att.weights;
   } else {
@@ -95,7 +140,7 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tenso
     auto s = rnn_->step(gates_t, att.context, state.rnn, products.rnn);
     auto input = intra_ ? torch::cat({s, att.context, intra_context(s, state), embedded_t}, 1)
                         : torch::cat({s, att.context, embedded_t}, 1);
-    out = stream_dropout(torch::tanh(combine(input)), config_.decoder.dropout, is_training());
+    out = stream_dropout(combine_activation(combine(input)), config_.decoder.dropout, is_training());
     if (weights) *weights = att.weights;
   }
   return out;

@@ -4,7 +4,8 @@
 //  bahdanau (Bahdanau et al., 2015): query = s_{t-1}, c_t first, then
 //           s_t = RNN(s_{t-1}, [E y_{t-1}; c_t]), h~_t = tanh(W_o [s_t; c_t; E y_{t-1}]).
 // Both return the "attentional hidden" h~_t [N, H] that the output layer turns into logits.
-// The initial state comes from the encoder's final state through a tanh bridge.
+// The initial state comes from the encoder's final state as model.decoder.init says (attnmt's own:
+// a tanh bridge; the others are the forms of the toolkits whose models attnmt converts).
 // model.decoder.self_attention adds intra-decoder attention (Paulus et al. 2017, 2.2): the RNN
 // output s_t attends over s_1..s_{t-1}, e_{t,t'} = s_t . W_d s_t', and that context c^d_t (0 at
 // the first step) joins the input of the layer that makes h~_t.
@@ -64,11 +65,18 @@ class DecoderImpl : public torch::nn::Module {
   bool luong_;
   RnnStack rnn_{nullptr};
   std::shared_ptr<Attention> attention_;
-  torch::nn::Linear bridge_h_{nullptr}, bridge_c_{nullptr};
+  torch::nn::Linear bridge_h_{nullptr}, bridge_c_{nullptr};  // init bridge (c: LSTM only) and tanh_bridge (h)
+  torch::nn::Linear relu_bridge_h_{nullptr}, relu_bridge_c_{nullptr};  // init encoder_relu_bridge
   torch::nn::Linear combine_{nullptr};  // luong: W_c; bahdanau: W_o (no bias, as in the papers)
   torch::nn::Linear intra_{nullptr};    // W_d of the decoder self-attention (none without it)
   // c^d_t for the RNN output s [N, H]; s then joins the state's history.
   torch::Tensor intra_context(const torch::Tensor& s, DecoderStepState& state);
+  torch::Tensor combine_bias() const { return config_.decoder.combine_bias ? combine_->bias : torch::Tensor(); }
+  torch::Tensor combine_activation(const torch::Tensor& x) const {
+    return config_.decoder.combine_tanh ? torch::tanh(x) : x;
+  }
+  // OpenNMT-py's bridge on every layer's final states x [layers] x [B, D*h] (D directions).
+  std::vector<torch::Tensor> relu_bridge(torch::nn::Linear linear, const std::vector<torch::Tensor>& x) const;
 };
 TORCH_MODULE(Decoder);
 

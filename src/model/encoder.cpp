@@ -10,8 +10,8 @@ namespace attnmt {
 
 namespace F = torch::nn::functional;
 
-EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size)
-    : config_(config), output_size_(config.hidden_size * (config.bidirectional ? 2 : 1)) {
+EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size, bool layer_states)
+    : config_(config), output_size_(config.hidden_size * (config.bidirectional ? 2 : 1)), layer_states_(layer_states) {
   const int64_t directions = config.bidirectional ? 2 : 1;
   for (int64_t l = 0; l < config.layers; ++l) {
     const int64_t in = l == 0 ? embedding_size : output_size_;
@@ -61,7 +61,12 @@ EncoderProducts EncoderImpl::products(ExecutionMode mode) const {
   return p;
 }
 
-torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input, const EncoderProducts& products) {
+torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input, const EncoderProducts& products,
+                               const torch::Tensor& last, torch::Tensor* final_c) {
+  // The cell at each sentence's last real position, kept as the steps pass it.
+  auto keep_final_c = [&](int64_t t, const torch::Tensor& c) {
+    if (final_c) *final_c = torch::where((last == t).unsqueeze(1), c, *final_c);
+  };
   if (!products.ih.empty()) {
     // torch::nn::LSTM's recurrence over the padded batch, left to right, on the given products:
     // one product for every step's input gates (time-major rows, so step t's are contiguous),
@@ -73,11 +78,29 @@ torch::Tensor EncoderImpl::run(size_t index, const torch::Tensor& input, const E
     auto out = torch::empty({S, B, H}, input_gates.options());
     auto h = torch::zeros({B, H}, input_gates.options());
     auto c = torch::zeros({B, H}, input_gates.options());
+    if (final_c) *final_c = c;
     for (int64_t t = 0; t < S; ++t) {
       std::tie(h, c) = lstm_cell(hh(h, input_gates[t]), c);
       out[t].copy_(h);
+      keep_final_c(t, c);
     }
     return out.transpose(0, 1).contiguous();  // [B, S, H]
+  }
+  if (!lstm_.empty() && final_c) {
+    // LibTorch's LSTM returns the cell after the last padded step only: step it here instead.
+    const auto p = lstm_[index]->named_parameters(false);
+    const int64_t B = input.size(0), S = input.size(1), H = config_.hidden_size;
+    auto h = torch::zeros({B, H}, input.options());
+    auto c = torch::zeros({B, H}, input.options());
+    *final_c = c;
+    std::vector<torch::Tensor> out;
+    for (int64_t t = 0; t < S; ++t) {
+      std::tie(h, c) = torch::lstm_cell(input.select(1, t), {h, c}, p["weight_ih_l0"], p["weight_hh_l0"],
+                                        p["bias_ih_l0"], p["bias_hh_l0"]);
+      out.push_back(h);
+      keep_final_c(t, c);
+    }
+    return torch::stack(out, 1);  // [B, S, H]
   }
   if (!lstm_.empty()) {
     if (input.is_cpu() && torch::GradMode::is_enabled() && is_training()) {
@@ -106,16 +129,23 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
   const bool bi = config_.bidirectional;
   auto x = embedded;
   torch::Tensor final_fwd, final_bwd;
+  const bool cells = layer_states_ && !lstm_.empty();
+  const auto last_position = (len - 1).squeeze(1);  // [B]
   for (int64_t l = 0; l < config_.layers; ++l) {
     const size_t base = static_cast<size_t>(l) * (bi ? 2 : 1);
-    auto fwd = run(base, x, products);                                      // [B, S, H]
+    torch::Tensor c_fwd, c_bwd;
+    auto fwd = run(base, x, products, last_position, cells ? &c_fwd : nullptr);  // [B, S, H]
     final_fwd = fwd.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
     if (bi) {
-      auto bwd_reversed = run(base + 1, flip(x), products);                 // [B, S, H]
+      auto bwd_reversed = run(base + 1, flip(x), products, last_position, cells ? &c_bwd : nullptr);  // [B, S, H]
       final_bwd = bwd_reversed.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
       x = torch::cat({fwd, flip(bwd_reversed)}, 2);                       // [B, S, 2H]
     } else {
       x = fwd;
+    }
+    if (layer_states_) {
+      out.layer_h.push_back(bi ? torch::cat({final_fwd, final_bwd}, 1) : final_fwd);
+      if (cells) out.layer_c.push_back(bi ? torch::cat({c_fwd, c_bwd}, 1) : c_fwd);
     }
     x = stream_dropout(x, config_.dropout, is_training());  // between layers and on the output
   }

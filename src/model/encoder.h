@@ -19,6 +19,9 @@ struct EncoderOutput {
   torch::Tensor mask;    // [B, S] bool, true = real token
   torch::Tensor final_h; // [B, D*H] top layer's output at each sentence's last real token
                          // (forward) and first token (backward), directions concatenated
+  // With layer_states (model.decoder.init: encoder*): every layer's final h and (LSTM) c,
+  // directions concatenated, [layers] x [B, D*H]; empty otherwise.
+  std::vector<torch::Tensor> layer_h, layer_c;
 };
 
 // The encoder's LSTM products in a decoding execution mode (model/product.h): per layer and
@@ -30,7 +33,8 @@ struct EncoderProducts {
 
 class EncoderImpl : public torch::nn::Module {
  public:
-  EncoderImpl(const EncoderConfig& config, int64_t embedding_size);
+  // layer_states: also return every layer's final states (EncoderOutput::layer_h / layer_c).
+  EncoderImpl(const EncoderConfig& config, int64_t embedding_size, bool layer_states = false);
   // embedded [B, S, E] (already embedded, dropout applied), lengths [B] int64. With products
   // (decoding, no gradient), an LSTM encoder runs its recurrence on them.
   EncoderOutput forward(const torch::Tensor& embedded, const torch::Tensor& lengths,
@@ -41,11 +45,15 @@ class EncoderImpl : public torch::nn::Module {
   int64_t output_size() const { return output_size_; }
 
  private:
-  torch::Tensor run(size_t index, const torch::Tensor& input, const EncoderProducts& products);  // one layer, one direction
+  // One layer, one direction: the outputs [B, S, H]; with `last` ([B] each sentence's last real
+  // position), *final_c receives the LSTM cell there.
+  torch::Tensor run(size_t index, const torch::Tensor& input, const EncoderProducts& products,
+                    const torch::Tensor& last = {}, torch::Tensor* final_c = nullptr);
   // model.encoder.self_attention's block `l` over states x [B, S, D], keys masked by mask [B, S].
   torch::Tensor self_attention(size_t l, const torch::Tensor& x, const torch::Tensor& mask);
   EncoderConfig config_;
   int64_t output_size_;
+  bool layer_states_;
   std::vector<torch::nn::LSTM> lstm_;  // [layer * directions + direction]
   std::vector<torch::nn::GRU> gru_;
   // self-attention blocks: the q/k/v projections in one, the output projection, the layer norm

@@ -11,12 +11,17 @@ namespace F = torch::nn::functional;
 Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab)
     : config_(config), vocab_(vocab) {
   const int64_t E = config.embedding_size;
+  const int64_t E_src = config.encoder.embedding_size > 0 ? config.encoder.embedding_size : E;
+  if (config.share_embeddings && E_src != E) {
+    throw InputError("model.share_embeddings needs model.encoder.embedding_size (" + std::to_string(E_src) +
+                     ") == model.embedding_size (" + std::to_string(E) + ")");
+  }
   if (config.share_embeddings && vocab.src != vocab.tgt) {
     throw InputError("model.share_embeddings needs one vocabulary for both sides, got " + std::to_string(vocab.src) +
                      " source and " + std::to_string(vocab.tgt) + " target pieces");
   }
   src_embed_ = register_module(
-      "src_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab.src, E).padding_idx(vocab.pad_id)));
+      "src_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab.src, E_src).padding_idx(vocab.pad_id)));
   // Shared, the decoder reads the encoder's module itself, registered once: one parameter (one Adam
   // state, one entry in the model file) trained through both uses. The target module is built and
   // drawn all the same, so that every module after it starts as in the unshared model with the
@@ -26,13 +31,13 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab)
   {
     // N(0, 1/E) instead of N(0, 1): keeps the first RNN inputs at a sensible scale.
     torch::NoGradGuard no_grad;
-    const double std = 1.0 / std::sqrt(static_cast<double>(E));
     for (auto* embed : {&src_embed_, &tgt}) {
-      (*embed)->weight.normal_(0, std);
+      (*embed)->weight.normal_(0, 1.0 / std::sqrt(static_cast<double>((*embed)->weight.size(1))));
       (*embed)->weight[vocab.pad_id].zero_();
     }
   }
-  encoder_ = register_module("encoder", Encoder(config.encoder, E));
+  const bool layer_states = config.decoder.init == "encoder" || config.decoder.init == "encoder_relu_bridge";
+  encoder_ = register_module("encoder", Encoder(config.encoder, E_src, layer_states));
   decoder_ = register_module("decoder", Decoder(config, encoder_->output_size()));
   const int64_t H = config.decoder.hidden_size;
   if (config.tie_embeddings && H != E) {
@@ -62,7 +67,9 @@ Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::
                                           const EncoderProducts& products) {
   auto embedded = stream_dropout(word_dropout(src_embed_(src), config_.encoder.word_dropout, is_training()),
                                  config_.encoder.dropout, is_training());  // [B, S, E]
-  auto encoded = encoder_->forward(embedded, lengths, products);
+  // Without source_eos the encoder stops before the </s> every source ends with (translator.h).
+  const auto read = config_.source_eos ? lengths : (lengths - 1).clamp_min(1);
+  auto encoded = encoder_->forward(embedded, read, products);
   Encoded out;
   out.memory = decoder_->attention().prepare(encoded.states, encoded.mask);
   out.state = decoder_->initial_state(encoded, out.memory);

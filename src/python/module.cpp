@@ -40,7 +40,7 @@ namespace {
 const char* const kCallKeys[] = {"beam_size", "n_best",  "length_penalty", "coverage_penalty",
                                  "max_length_ratio", "batch_size", "min_length", "max_length",
                                  "no_repeat_ngram_size", "sampling", "temperature", "top_k", "top_p", "epsilon",
-                                 "seed", "mbr", "mbr_candidates"};
+                                 "seed", "mbr", "mbr_candidates", "search_rules", "ban_unk"};
 
 // A Python value as the YAML scalar a --set takes ("true", "5", "0.6", text).
 std::string setting_value(const py::handle& value, const std::string& key) {
@@ -288,7 +288,8 @@ PYBIND11_MODULE(_attnmt, m) {
            "Translates a list of sentences; returns one list of Hypothesis per sentence (n_best long). "
            "Keyword options override the model's decode settings for this call: beam_size, n_best, "
            "length_penalty, coverage_penalty, max_length_ratio, batch_size, min_length, max_length, "
-           "no_repeat_ngram_size, sampling, temperature, top_k, top_p, epsilon, seed, mbr, mbr_candidates. prefixes: a target prefix per "
+           "no_repeat_ngram_size, sampling, temperature, top_k, top_p, epsilon, seed, mbr, mbr_candidates, search_rules, ban_unk. "
+           "prefixes: a target prefix per "
            "sentence ('' = none); constraints: a list of target phrases per sentence. Releases the GIL.")
       .def_property_readonly("model_path", &PyTranslator::path, "the model file read")
       .def_property_readonly("settings", &PyTranslator::decode_settings, "the model's decode settings");

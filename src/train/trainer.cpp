@@ -9,11 +9,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <string_view>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -43,6 +45,7 @@
 #include "util/seed_mix.h"
 #include "train/optimizer.h"
 #include "train/replicas.h"
+#include "util/cpu_kernels.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
 #include "util/logging.h"
@@ -852,7 +855,10 @@ void Trainer::run() {
   replicas_ = std::make_unique<Replicas>(model_, cfg_.model, replicas, torch::get_num_threads() / replicas);
   start_batches_ = epoch_batches(progress_.epoch, dist_->world_size());  // train_loop starts with them
   const auto batches_per_epoch = start_batches_.size();
-  spdlog::info("[train] {} threads ({}, {}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
+  // The kernels the products run on: bf16's class on this CPU (util/cpu_kernels.h), fp32's library.
+  const std::string bf16_class = device_.is_cpu() ? bf16_kernel_name(bf16_kernel(this_cpu_flags())) : "";
+  spdlog::info("[train] {} threads ({}{}, {}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
+               cfg_.train.precision == "bf16" ? "bf16 products: " + bf16_class + ", fp32: " : "",
                gemm_description(device_.is_cpu()), blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
                dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),
                                              dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
@@ -863,7 +869,9 @@ void Trainer::run() {
     log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
                  {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
                  {"threads", torch::get_num_threads()}, {"replicas", replicas_->count()}, {"blas", blas_description()},
-                 {"malloc", malloc_description()}, {"gemm", gemm_description(device_.is_cpu())}, {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
+                 {"malloc", malloc_description()}, {"gemm", gemm_description(device_.is_cpu())},
+                 {"precision", cfg_.train.precision}, {"bf16_kernel", bf16_class},
+                 {"cpu_flags", kernel_flags(this_cpu_flags())}, {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
                  {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
   }
   stop_signals_ = std::make_unique<StopSignals>();
@@ -873,7 +881,29 @@ void Trainer::run() {
 
 }  // namespace
 
+// train.precision: bf16 on a CPU whose bf16 products have no native kernel (util/cpu_kernels.h)
+// would run them emulated, ~14x slower than fp32 on AVX2: an hour's recipe would take a day and a
+// half, with nothing saying why. Refused before any work (tokenizers, caches, the save dir), unless
+// train.allow_slow_bf16. bf16 on a GPU is refused in Trainer::run.
+static void check_bf16_kernels(const TrainRequest& request) {
+  const Config& cfg = request.config;
+  if (cfg.train.precision != "bf16" || !parse_device(cfg.device).is_cpu()) return;
+  const auto& flags = this_cpu_flags();
+  if (has_native_bf16(flags)) return;
+  if (cfg.train.allow_slow_bf16) {
+    const char* rank = std::getenv("RANK");  // a distributed run (--nproc's included): said by its first rank
+    if (request.nproc > 1 || (request.distributed && (rank == nullptr || std::string_view(rank) != "0"))) return;
+    spdlog::warn("[train] train.precision: bf16: {}: they run emulated, {} (train.allow_slow_bf16)", no_native_bf16(flags),
+                 emulated_bf16_cost(flags));
+    return;
+  }
+  throw InputError("train.precision: bf16: " + no_native_bf16(flags) + ": they would run emulated, " +
+                   emulated_bf16_cost(flags) +
+                   "; use --set train.precision=fp32 (or train.allow_slow_bf16: true to insist)");
+}
+
 void train(const TrainRequest& request) {
+  check_bf16_kernels(request);  // before anything else: every path (ranks, --nproc) starts here
   check_attention(request.config.model);  // before any data is read
   check_training_inputs(request.config, request.config_source);
   if (request.nproc > 1) {

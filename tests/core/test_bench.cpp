@@ -8,6 +8,7 @@
 
 #include "bench/flops.h"
 #include "program.h"
+#include "util/cpu_kernels.h"
 #include "util/error.h"
 
 using namespace attnmt;
@@ -60,6 +61,13 @@ TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
   CHECK(run["decode"]["beam"]["bleu"].get<double>() >= 0);
   CHECK(run["decode"]["beam"]["cpu_allocator"].get<std::string>().rfind("LibTorch's", 0) == 0);
   CHECK(r.output.find("| config | threads |") != std::string::npos);
+  // The machine's record names the kernels (util/cpu_kernels.h), and so does the table.
+  const auto& flags = this_cpu_flags();
+  CHECK(j["machine"]["bf16_kernel"] == bf16_kernel_name(bf16_kernel(flags)));
+  CHECK(j["machine"]["bf16"] == has_native_bf16(flags));
+  CHECK(j["machine"]["cpu_flags"] == kernel_flags(flags));
+  CHECK(run["gemm"].get<std::string>().find("sgemm") != std::string::npos);
+  CHECK_THAT(r.output, Catch::Contains(std::string("bf16 products: ") + bf16_kernel_name(bf16_kernel(flags))));
   fs::remove_all(dir);
 }
 

@@ -261,3 +261,39 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
   fs::remove_all(dir);
 #endif
 }
+
+TEST_CASE("serve: a model converted from OpenNMT-py serves what translate writes", "[serve][e2e][convert]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_converted");
+  const fs::path fixture = fs::path(kData) / "convert" / "onmt_brnn_lstm_general";
+  const auto settings = json::parse(attnmt::read_file((fixture / "settings.json").string()));
+  const auto model = dir / "converted.pt";
+  auto r = run("convert --from opennmt-py " + (fixture / settings["checkpoint"].get<std::string>()).string() +
+               " --output " + model.string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto input = (fixture / "src.txt").string();
+  r = run("translate --model " + model.string() + " --input " + input + " --output " + (dir / "want.txt").string());
+  REQUIRE(r.status == 0);
+  const auto want = attnmt::read_lines((dir / "want.txt").string());
+  const auto lines = attnmt::read_lines(input);
+  Server server(dir, "--model onmt=" + model.string());
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  json request = json::array();
+  for (size_t i = 0; i < 10; ++i) request.push_back({{"src", lines[i]}, {"id", "onmt"}});
+  const auto reply = post(server.port, "/translator/translate", request.dump());
+  REQUIRE(reply.status == 200);
+  for (size_t i = 0; i < 10; ++i) CHECK(reply.body[0][i]["tgt"] == want[i]);
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}

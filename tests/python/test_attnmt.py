@@ -226,6 +226,29 @@ class TranslatorTest(unittest.TestCase):
         self.assertEqual(results, [want] * 4)
 
 
+class ConvertedModelTest(unittest.TestCase):
+    """A model converted from OpenNMT-py (tests/data/convert/) in the module: what `attnmt translate` writes."""
+
+    def test_converted_model_translates_as_the_program(self):
+        fixture = DATA / "convert" / "onmt_brnn_lstm_general"
+        settings = json.loads((fixture / "settings.json").read_text(encoding="utf-8"))
+        tmp = Path(tempfile.mkdtemp(prefix="attnmt_python_convert_"))
+        try:
+            model = tmp / "converted.pt"
+            run("convert", "--from", "opennmt-py", str(fixture / settings["checkpoint"]), "--output", str(model))
+            lines = (fixture / "src.txt").read_text(encoding="utf-8").splitlines()[:10]
+            want = run("translate", "--model", str(model), "--threads", "1", input="\n".join(lines) + "\n").splitlines()
+            tr = attnmt.Translator(str(model), threads=1)
+            self.assertEqual([r[0].text for r in tr.translate(lines)], want)
+            expected = [json.loads(l) for l in (fixture / "expected.jsonl").read_text(encoding="utf-8").splitlines()[:10]]
+            greedy = tr.translate(lines, beam_size=1)
+            self.assertEqual([r[0].text for r in greedy], [" ".join(e["greedy"]["tokens"]) for e in expected])
+            for r, e in zip(greedy, expected):
+                self.assertAlmostEqual(r[0].score, e["greedy"]["score"], delta=1e-4)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class ScoreTest(unittest.TestCase):
     def test_score_equals_sacrebleu(self):
         expected = json.loads((DATA / "sacrebleu" / "expected.json").read_text())

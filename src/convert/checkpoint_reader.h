@@ -1,0 +1,31 @@
+// The files the source toolkits write, read without Python (src/pyformat/): what the model
+// readers (opennmt.cpp, joeynmt.cpp) need of them, as plain values and LibTorch tensors.
+#pragma once
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/option_tree.h"
+#include "convert/convert.h"
+
+namespace attnmt {
+
+struct OpenNMTCheckpoint {
+  std::string version;  // "OpenNMT-py 2.x" | "OpenNMT-py 3.x"
+  ToolkitOptions opt;   // the checkpoint's 'opt' (its argparse.Namespace)
+  std::vector<std::string> src_tokens, tgt_tokens;
+  SpecialIds src_specials, tgt_specials;
+  int source_features = 0;                       // word features besides the tokens
+  std::map<std::string, torch::Tensor> weights;  // 'model' and 'generator' (prefixed "generator.")
+};
+
+// `path`: a .pt (2.x, or 3.x with its weights inside or in the .safetensors of the same name
+// beside it) or a 3.x .safetensors (its .pt beside it). InputError naming the file otherwise.
+OpenNMTCheckpoint read_opennmt_checkpoint(const std::string& path);
+
+// The tensors of a torch.save'd dict's entry `key` (a state dict), float32 on the CPU.
+std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key);
+
+}  // namespace attnmt
