@@ -17,6 +17,7 @@ the sentencepiece fixture, pieces for level "word"). Runs ($PY, PYTHONPATH=$JOEY
 """
 import argparse
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -62,6 +63,15 @@ def diff(a, b):
     return [i for i, (x, y) in enumerate(zip(a, b)) if x != y] + list(range(min(len(a), len(b)), max(len(a), len(b))))
 
 
+def dump_json(obj, path):
+    """indent=1 JSON with lists of numbers kept on one line"""
+    s = json.dumps(obj, indent=1, ensure_ascii=False)
+    s = re.sub(r"\[\s*((?:-?[0-9.e+-]+|null)(?:,\s*(?:-?[0-9.e+-]+|null))*)\s*\]",
+               lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", s)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(s + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("fixdir")
@@ -91,8 +101,8 @@ def main():
     checks[f"beam5_nbest1_batch{cfg_bs}_tokens_equal_nbest5_batch1_best"] = not d
     checks[f"beam5_nbest1_batch{cfg_bs}_differing_lines"] = d
     checks[f"beam5_nbest1_batch{cfg_bs}_max_abs_score_diff"] = max(
-        abs(x["hyps"][0]["score"] - y["hyps"][0]["score"]) for x, y in zip(beam_cfgbs, beam)
-        if x["hyps"][0]["tokens"] == y["hyps"][0]["tokens"])
+        [abs(x["hyps"][0]["score"] - y["hyps"][0]["score"]) for x, y in zip(beam_cfgbs, beam)
+         if x["hyps"][0]["tokens"] == y["hyps"][0]["tokens"]] or [None])
     d = diff([h["hyps"][0]["tokens"] for h in greedy_cfgbs], [g["hyps"][0]["tokens"] for g in greedy])
     checks[f"greedy_batch{cfg_bs}_tokens_equal_batch1"] = not d
     checks[f"greedy_batch{cfg_bs}_differing_lines"] = d
@@ -120,6 +130,7 @@ def main():
     import torch
     import joeynmt
     from joeynmt.config import parse_test_args
+    os.chdir(fixdir)  # testing.load_model is relative to the fixture dir
     t = parse_test_args(cfg["testing"], mode="translate")
     eff = {k: getattr(t, k) for k in t._fields if k not in ("load_model",)}
     settings = {

@@ -8,6 +8,7 @@ outputs (made by OpenNMT-py 2.3 from the same weights). Writes FIXDIR/settings.j
 PYTHONPATH must be onmt3_shims:<OpenNMT-py-3.5.1 tree> and $PY the interpreter.
 """
 import json
+import re
 import os
 import subprocess
 import sys
@@ -46,6 +47,15 @@ def defaults_3x():
             "random_sampling_topk", "random_sampling_topp", "random_sampling_temp", "ban_unk_token",
             "replace_unk", "precision", "seed"]
     return {k: getattr(o, k) for k in keys if hasattr(o, k)}
+
+
+def dump_json(obj, path):
+    """indent=1 JSON with lists of numbers kept on one line"""
+    s = json.dumps(obj, indent=1, ensure_ascii=False)
+    s = re.sub(r"\[\s*((?:-?[0-9.e+-]+|null)(?:,\s*(?:-?[0-9.e+-]+|null))*)\s*\]",
+               lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", s)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(s + "\n")
 
 
 def main():

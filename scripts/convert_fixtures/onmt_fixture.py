@@ -15,6 +15,7 @@ Runs (all with PYTHONPATH=$ONMT_PYTHONPATH, the interpreter $PY):
 """
 import argparse
 import json
+import re
 import os
 import subprocess
 import sys
@@ -24,6 +25,15 @@ HERE = Path(__file__).resolve().parent
 PY = os.environ.get("PY", "/usr/bin/python3")
 SRC = Path(os.environ["SRC"])  # $PEERS_ROOT/src (env.sh)
 TRANSLATE = SRC / "OpenNMT-py" / "onmt" / "bin" / "translate.py"
+
+
+def dump_json(obj, path):
+    """indent=1 JSON with lists of numbers kept on one line"""
+    s = json.dumps(obj, indent=1, ensure_ascii=False)
+    s = re.sub(r"\[\s*((?:-?[0-9.e+-]+|null)(?:,\s*(?:-?[0-9.e+-]+|null))*)\s*\]",
+               lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", s)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(s + "\n")
 
 
 def run(cmd, **kw):
@@ -90,7 +100,8 @@ def main():
     checks["beam5_batch30_nbest1_tokens_equal_batch1_nbest5_best"] = not d30
     checks["beam5_batch30_nbest1_differing_lines"] = d30
     checks["beam5_batch30_max_abs_score_diff_vs_batch1"] = max(
-        abs(h[0]["score"] - b[0]["score"]) for h, b in zip(beam_b30, beam) if h[0]["tokens"] == b[0]["tokens"])
+        [abs(h[0]["score"] - b[0]["score"]) for h, b in zip(beam_b30, beam) if h[0]["tokens"] == b[0]["tokens"]]
+        or [None])  # None: no line with equal tokens
     dg30 = diff_lines([h[0]["tokens"] for h in greedy_b30], [g[0]["tokens"] for g in greedy])
     checks["greedy_batch30_tokens_equal_batch1"] = not dg30
     checks["greedy_batch30_differing_lines"] = dg30

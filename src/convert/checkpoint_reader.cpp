@@ -178,33 +178,41 @@ OpenNMTCheckpoint read_opennmt_checkpoint(const std::string& path) {
   }
   if (c.src_tokens.empty() || c.tgt_tokens.empty()) throw InputError(where + ": an empty vocabulary");
 
+  c.root = root;
+  c.pt_file = pt.string();
+  c.weights_file = weights_file.string();
+  return c;
+}
+
+void read_opennmt_weights(OpenNMTCheckpoint& c) {
+  const auto& root = c.root;
+  const fs::path pt(c.pt_file);
+  const std::string where = "'" + c.pt_file + "'";
   if (root.has("model") && !root.get("model").is_none()) add_state_dict(root.get("model"), "", c.weights);
   if (root.has("generator") && !root.get("generator").is_none()) add_state_dict(root.get("generator"), "generator.", c.weights);
-  if (c.weights.empty()) {
-    // 3.x saved with safetensors: the weights are in <name>.safetensors beside the checkpoint, or
-    // in shards <name>.00.safetensors, <name>.01.safetensors, ...
-    std::vector<fs::path> files;
-    if (!weights_file.empty()) {
-      files.push_back(weights_file);
-    } else if (fs::path one = fs::path(pt).replace_extension(".safetensors"); fs::is_regular_file(one)) {
-      files.push_back(one);
-    } else {
-      for (int shard = 0; shard < 1000; ++shard) {
-        const auto name = pt.stem().string() + "." + (shard < 10 ? "0" : "") + std::to_string(shard) + ".safetensors";
-        const auto file = pt.parent_path() / name;
-        if (!fs::is_regular_file(file)) break;
-        files.push_back(file);
-      }
-    }
-    if (files.empty()) {
-      throw InputError(where + ": the checkpoint holds no weights, and there is no '" +
-                       fs::path(pt).replace_extension(".safetensors").string() + "' (or .00.safetensors) beside it");
-    }
-    for (const auto& file : files) {
-      for (const auto& [name, tensor] : load_safetensors(file.string()).tensors) c.weights[name] = to_torch(tensor, name);
+  if (!c.weights.empty()) return;
+  // 3.x saved with safetensors: the weights are in <name>.safetensors beside the checkpoint, or
+  // in shards <name>.00.safetensors, <name>.01.safetensors, ...
+  std::vector<fs::path> files;
+  if (!c.weights_file.empty()) {
+    files.push_back(c.weights_file);
+  } else if (fs::path one = fs::path(pt).replace_extension(".safetensors"); fs::is_regular_file(one)) {
+    files.push_back(one);
+  } else {
+    for (int shard = 0; shard < 1000; ++shard) {
+      const auto name = pt.stem().string() + "." + (shard < 10 ? "0" : "") + std::to_string(shard) + ".safetensors";
+      const auto file = pt.parent_path() / name;
+      if (!fs::is_regular_file(file)) break;
+      files.push_back(file);
     }
   }
-  return c;
+  if (files.empty()) {
+    throw InputError(where + ": the checkpoint holds no weights, and there is no '" +
+                     fs::path(pt).replace_extension(".safetensors").string() + "' (or .00.safetensors) beside it");
+  }
+  for (const auto& file : files) {
+    for (const auto& [name, tensor] : load_safetensors(file.string()).tensors) c.weights[name] = to_torch(tensor, name);
+  }
 }
 
 std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key) {

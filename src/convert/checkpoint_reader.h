@@ -9,6 +9,7 @@
 
 #include "config/option_tree.h"
 #include "convert/convert.h"
+#include "pyformat/pickle.h"
 
 namespace attnmt {
 
@@ -18,12 +19,18 @@ struct OpenNMTCheckpoint {
   std::vector<std::string> src_tokens, tgt_tokens;
   SpecialIds src_specials, tgt_specials;
   int source_features = 0;                       // word features besides the tokens
-  std::map<std::string, torch::Tensor> weights;  // 'model' and 'generator' (prefixed "generator.")
+  std::map<std::string, torch::Tensor> weights;  // read_opennmt_weights: 'model' and 'generator' (prefixed "generator.")
+  // Where the weights are: the checkpoint's own object, or the safetensors file(s) beside it.
+  PyValue root;
+  std::string pt_file, weights_file;
 };
 
 // `path`: a .pt (2.x, or 3.x with its weights inside or in the .safetensors of the same name
 // beside it) or a 3.x .safetensors (its .pt beside it). InputError naming the file otherwise.
+// The options and vocabularies only: read_opennmt_weights then reads the weights (once the
+// options have been found convertible).
 OpenNMTCheckpoint read_opennmt_checkpoint(const std::string& path);
+void read_opennmt_weights(OpenNMTCheckpoint& checkpoint);
 
 // The tensors of a torch.save'd dict's entry `key` (a state dict), float32 on the CPU.
 std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key);

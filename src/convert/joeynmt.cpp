@@ -91,8 +91,8 @@ Side read_side(const ToolkitOptions& data, const std::string& name, const fs::pa
   s.vocab = find_named_file(side.str("voc_file", ""), dir);
   if (s.vocab.empty()) s.vocab = find_named_file(default_vocab, dir);
   if (s.vocab.empty()) {
-    throw InputError(side.where() + ": no vocabulary file for '" + side.key("") + "' (neither voc_file " +
-                     quoted(side.str("voc_file", "")) + " nor " + quoted((dir / default_vocab).string()) + " exists)");
+    throw InputError(side.where() + ": no " + name + " vocabulary: neither " + side.key("voc_file") + " " +
+                     quoted(side.str("voc_file", "")) + " nor " + quoted((dir / default_vocab).string()) + " exists");
   }
   if (side.boolean("lowercase", false)) {
     throw InputError(side.where() + ": " + side.key("lowercase") + ": true: attnmt does not lowercase its input");
@@ -133,6 +133,9 @@ Side read_side(const ToolkitOptions& data, const std::string& name, const fs::pa
 ToolkitModel read_joeynmt(const ConvertOptions& options) {
   const fs::path source(options.source);
   const fs::path config_path = fs::is_directory(source) ? source / "config.yaml" : source;
+  if (!fs::is_directory(source) && config_path.extension() != ".yaml" && config_path.extension() != ".yml") {
+    throw InputError(quoted(options.source) + ": not a Joey NMT model directory or its config.yaml");
+  }
   if (!fs::is_regular_file(config_path)) {
     throw InputError(quoted(config_path.string()) + ": no Joey NMT config.yaml there");
   }

@@ -157,6 +157,7 @@ ToolkitModel read_opennmt(const ConvertOptions& options) {
   m.tgt_spm = options.tgt_spm;
 
   // --- weights
+  read_opennmt_weights(ckpt);
   Weights w{std::move(ckpt.weights), {}, where};
   auto& out = m.weights;
   out["src_embed.weight"] = w.take("encoder.embeddings.make_embedding.emb_luts.0.weight");

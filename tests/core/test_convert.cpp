@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -168,4 +169,80 @@ TEST_CASE("convert: Joey NMT models translate as Joey NMT does", "[e2e][convert]
   for (const auto& f : kAll) {
     if (std::string(f.name).rfind("joey_", 0) == 0) check_fixture(f);
   }
+}
+
+TEST_CASE("convert: what attnmt cannot compute, or cannot read, is refused in one line and nothing is written",
+          "[e2e][convert][bad_input]") {
+  const auto tmp = temp_dir("convert_refused");
+  const auto out = tmp / "out.pt";
+  auto refused = [&](const std::string& args, const std::string& says) {
+    const auto r = run("convert " + args + " --output " + out.string());
+    INFO(args << "\n" << r.output);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::Contains("attnmt: error: ") && Catch::Contains(says));
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);  // one line
+    CHECK(!fs::exists(out));
+  };
+  const auto refused_dir = kFixtures / "refused";
+  // OpenNMT-py options attnmt does not compute (scripts/convert_fixtures/make_refused.py)
+  refused("--from opennmt-py " + (refused_dir / "transformer.pt").string(), "Transformer");
+  refused("--from opennmt-py " + (refused_dir / "transformer.pt").string(), "CTranslate2");
+  refused("--from opennmt-py " + (refused_dir / "copy_attn.pt").string(), "copy attention");
+  refused("--from opennmt-py " + (refused_dir / "sparsemax.pt").string(), "sparsemax");
+  refused("--from opennmt-py " + (refused_dir / "context_gate.pt").string(), "context gate");
+  refused("--from opennmt-py " + (refused_dir / "sru.pt").string(), "SRU");
+  // files that are not checkpoints, or not whole ones
+  const auto onmt = kFixtures / "onmt_brnn_lstm_general" / "model.pt";
+  attnmt::test::write(tmp / "text.pt", "not a checkpoint\n");
+  refused("--from opennmt-py " + (tmp / "text.pt").string(), (tmp / "text.pt").string());
+  {
+    std::ifstream in(onmt, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream cut(tmp / "cut.pt", std::ios::binary);
+    cut.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
+  }
+  refused("--from opennmt-py " + (tmp / "cut.pt").string(), (tmp / "cut.pt").string());
+  refused("--from opennmt-py " + (tmp / "missing.pt").string(), "missing.pt");
+  refused("--from joeynmt " + onmt.string(), "config.yaml");
+  refused("--from opennmt-py " + (kFixtures / "joey_lstm_bahdanau_bridge" / "best.ckpt").string(), "--from joeynmt");
+  refused("--from marian " + onmt.string(), "--from: 'marian'");
+  // a SentencePiece model that is not the one the vocabulary was built with
+  refused("--from opennmt-py " + onmt.string() + " --spm " + (fs::path(ATTNMT_TEST_DATA_DIR) / "model_v1" / "spm.model").string(),
+          "not the SentencePiece model");
+  // a Joey NMT model directory without its target vocabulary
+  const auto joey = tmp / "joey";
+  fs::copy(kFixtures / "joey_lstm_bahdanau_bridge", joey, fs::copy_options::recursive);
+  fs::remove(joey / "trg_vocab.txt");
+  refused("--from joeynmt " + joey.string(), "trg_vocab.txt");
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("convert: a model converted with its SentencePiece model reads raw text and writes what the toolkit wrote",
+          "[e2e][convert]") {
+  const auto dir = kFixtures / "onmt_brnn_lstm_general";
+  const auto tmp = temp_dir("convert_spm");
+  const auto pieces = tmp / "pieces.pt", raw = tmp / "raw.pt";
+  REQUIRE(run("convert --from opennmt-py " + (dir / "model.pt").string() + " --output " + pieces.string()).status == 0);
+  const auto spm_path = kFixtures / "spm500.model";
+  REQUIRE(run("convert --from opennmt-py " + (dir / "model.pt").string() + " --spm " + spm_path.string() + " --output " +
+              raw.string()).status == 0);
+  const auto a = run("translate --model " + pieces.string() + " --threads 1 --input " + (dir / "src.txt").string() +
+                     " --output " + (tmp / "a.txt").string());
+  const auto b = run("translate --model " + raw.string() + " --threads 1 --input " + (dir / "src.raw.txt").string() +
+                     " --output " + (tmp / "b.txt").string());
+  REQUIRE(a.status == 0);
+  REQUIRE(b.status == 0);
+  attnmt::Tokenizer spm(spm_path.string());
+  std::map<std::string, int> ids;
+  for (int i = 0; i < spm.vocab_size(); ++i) ids.emplace(spm.piece(i), i);
+  const auto piece_lines = lines_of(tmp / "a.txt");
+  const auto raw_lines = lines_of(tmp / "b.txt");
+  REQUIRE(piece_lines.size() == raw_lines.size());
+  for (size_t i = 0; i < raw_lines.size(); ++i) {
+    nlohmann::json tokens = nlohmann::json::array();
+    std::istringstream in(piece_lines[i]);
+    for (std::string t; in >> t;) tokens.push_back(t);
+    CHECK(raw_lines[i] == expected_text(tokens, &spm, ids));
+  }
+  fs::remove_all(tmp);
 }
