@@ -31,16 +31,19 @@ done
 
 $bin convert --from opennmt-py "$onmt_ckpt" --output "$out/onmt.pt" 2> "$out/convert_onmt.log"
 $bin convert --from joeynmt "$joey_dir" --output "$out/joey.pt" 2> "$out/convert_joey.log"
-# Joey's own translate reads its config's test settings; a copy with the decode settings fixed.
-sed -e 's/^\(\s*beam_size:\).*/\1 5/' "$joey_dir/config.yaml" > "$out/joey_config.yaml"
+joey_config=$(readlink -f "$joey_dir/config.yaml")
 
 # run NAME COMMAND...: runs it on the test set (stdin -> NAME.hyp), records its wall time.
-declare -A seconds
+declare -A seconds failed
 run() {
   local name=$1; shift
   local start end
   start=$(date +%s%N)
-  "$@" < "$src" > "$out/$name.hyp" 2> "$out/$name.log"
+  if ! "$@" < "$src" > "$out/$name.hyp" 2> "$out/$name.log"; then
+    echo "[bench_convert] $name failed (see $out/$name.log)"
+    failed[$name]=1
+    return 0
+  fi
   end=$(date +%s%N)
   seconds[$name]=$(awk -v a="${seconds[$name]:-0}" -v n=$((end - start)) 'BEGIN{printf "%.3f", a + n / 1e9}')
 }
@@ -49,8 +52,9 @@ onmt() {
     -src /dev/stdin -output /dev/stdout -beam_size 5 -batch_size 64 -batch_type sents -max_length 100 "$@"
 }
 joey() {
-  PYTHONPATH=$JOEY_PYTHONPATH $PY "$PEERS_ROOT/shims/joey/run_joey.py" translate "$out/joey_config.yaml" \
-    --ckpt "$(readlink -f "$joey_dir/best.ckpt" 2>/dev/null || ls -t "$joey_dir"/*.ckpt | head -1)"
+  # Joey NMT reads its config's paths relative to where it ran (PEERS_ROOT), its testing section
+  # (beam 5 in the peers' configs) and its model_dir's best checkpoint.
+  (cd "$PEERS_ROOT" && PYTHONPATH=$JOEY_PYTHONPATH $PY "$PEERS_ROOT/shims/joey/run_joey.py" translate "$joey_config")
 }
 attnmt_translate() { $bin translate --threads "$threads" --beam-size 5 "$@"; }
 
@@ -76,6 +80,7 @@ table=$out/results.md
 } > "$table"
 declare -A words
 for name in onmt_fp32 attnmt_onmt_fp32 onmt_int8 attnmt_onmt_bf16 joey_fp32 attnmt_joey_fp32; do
+  if [ -n "${failed[$name]:-}" ]; then echo "| $name | failed | | | | |" >> "$table"; continue; fi
   spm_decode --model="$spm" --input_format=piece < "$out/$name.hyp" > "$out/$name.detok"
   words[$name]=$(wc -w < "$out/$name.detok")
   secs=$(awk -v s="${seconds[$name]}" -v r="$rounds" 'BEGIN{printf "%.2f", s / r}')
@@ -89,7 +94,7 @@ for name in onmt_fp32 attnmt_onmt_fp32 onmt_int8 attnmt_onmt_bf16 joey_fp32 attn
   echo "| $name | $secs | $(awk -v l="$lines" -v s="$secs" 'BEGIN{printf "%.1f", l / s}') |" \
        "$(awk -v w="${words[$name]}" -v s="$secs" 'BEGIN{printf "%.0f", w / s}') | $bleu | $same / $lines |" >> "$table"
 done
-ratio() { awk -v a="${seconds[$2]}" -v b="${seconds[$1]}" -v wa="${words[$2]}" -v wb="${words[$1]}" \
+ratio() { [ -n "${failed[$1]:-}${failed[$2]:-}" ] && { echo "n/a"; return; }; awk -v a="${seconds[$2]}" -v b="${seconds[$1]}" -v wa="${words[$2]}" -v wb="${words[$1]}" \
             'BEGIN{printf "%.2f", (wb / b) / (wa / a)}'; }
 {
   echo

@@ -121,11 +121,14 @@ def main():
     checks["beam_matters_lines_where_greedy_differs_from_beam_best"] = sum(
         1 for g, b in zip(greedy, beam) if g["hyps"][0]["tokens"] != b["hyps"][0]["tokens"])
     checks["distinct_beam_best_outputs"] = len({" ".join(t) for t in b1})
-    checks["hyps_without_eos_(max_length)"] = sum(
-        1 for b in beam for h in b["hyps"] if not h["ended_with_eos"]) + sum(
-        1 for g in greedy if not g["hyps"][0]["ended_with_eos"])
-    checks["beam_nbest_padding_entries_(unk,-1)"] = sum(
-        1 for b in beam for h in b["hyps"] if h["tokens"] == ["<unk>"] and h["score"] == -1.0)
+    def is_pad(h):  # beam_search fills missing n-best entries with (<unk>, -1.0)
+        return h["tokens"] == ["<unk>"] and h["score"] == -1.0 and not h["ended_with_eos"]
+    checks["greedy_hyps_without_eos_(max_length)"] = sum(1 for g in greedy if not g["hyps"][0]["ended_with_eos"])
+    checks["beam5_hyps_without_eos_(max_length)"] = sum(
+        1 for b in beam for h in b["hyps"] if not h["ended_with_eos"] and not is_pad(h))
+    checks["beam5_nbest_padding_entries_(<unk>,-1.0)"] = sum(1 for b in beam for h in b["hyps"] if is_pad(h))
+    checks["beam5_lines_by_number_of_real_hypotheses"] = {
+        str(k): sum(1 for b in beam if sum(1 for h in b["hyps"] if not is_pad(h)) == k) for k in range(1, 6)}
 
     import torch
     import joeynmt
@@ -163,9 +166,7 @@ def main():
                             "(token_scores, one per generated token incl. </s>); score = their sum"},
         "checks": checks,
     }
-    with open(fixdir / "settings.json", "w") as f:
-        json.dump(settings, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    dump_json(settings, fixdir / "settings.json")
     json.dump(checks, sys.stderr, indent=1)
 
 

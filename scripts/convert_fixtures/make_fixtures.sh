@@ -25,8 +25,8 @@ source "$peers/scripts/env.sh"
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 OUT=${OUT:-$REPO/tests/data/convert}
 W=$PEERS_ROOT/convert_fixtures   # fixed: the configs' relative paths assume it (../data/raw)
-ONMT_STEPS=${ONMT_STEPS:-3000}   # training updates of the OpenNMT-py fixture models (batch 64 sentences)
-JOEY_STEPS=${JOEY_STEPS:-2000}   # training updates of the Joey NMT fixture models (batch 64 sentences)
+# training updates (batch 64 sentences): each config's train_steps (OpenNMT-py) / updates (Joey);
+# STEPS=N overrides them all (e.g. for a quick trial run)
 NTEST=50                      # first NTEST lines of test_2016_flickr
 CFG=$HERE/configs
 ONMT3_COMMIT=3f0c5f7c24c0a26e7165e054cd8000e18b931799   # OpenNMT-py tag v3.5.1
@@ -60,7 +60,7 @@ fixture_inputs() {
 
 onmt_fixture() {  # NAME [onmt_fixture.py options]
   local name=$1; shift
-  local wd=$W/$name fx=$OUT/$name STEPS=$ONMT_STEPS
+  local wd=$W/$name fx=$OUT/$name STEPS=${STEPS:-$(sed -n 's/^train_steps: *//p' "$CFG/$name.yaml")}
   log "$name: train (OpenNMT-py 2.3, $STEPS steps)"
   rm -rf "$wd" "$fx"; mkdir -p "$wd" "$fx"
   sed -e "s/^train_steps: .*/train_steps: $STEPS/" -e "s/^save_checkpoint_steps: .*/save_checkpoint_steps: $STEPS/" \
@@ -90,7 +90,7 @@ onmt3_fixtures() {
   rm -rf "$fx4" "$fx5" "$W/onmt3"; mkdir -p "$fx4" "$fx5" "$W/onmt3"
   local pp=$HERE/onmt3_shims:$ONMT3:$SRC/torchtext-0.5.0
   ( cd "$W" && PYTHONPATH=$pp $PY "$HERE/onmt_to_v3.py" -v2model "$f1/model.pt" \
-      -config "$CFG/onmt3_brnn_lstm_general.yaml" -step "$ONMT_STEPS" -out_pt "$fx4/model.pt" \
+      -config "$CFG/onmt3_brnn_lstm_general.yaml" -step "${STEPS:-$(sed -n 's/^train_steps: *//p' "$CFG/onmt_brnn_lstm_general.yaml")}" -out_pt "$fx4/model.pt" \
       -out_st_dir "$fx5" -notes "$W/onmt3/notes.json" 2> "$W/onmt3/convert.log" )
   for fx in "$fx4" "$fx5"; do
     cp "$f1/src.txt" "$f1/src.raw.txt" "$f1/expected.jsonl" "$fx/"
@@ -102,7 +102,7 @@ onmt3_fixtures() {
 
 joey_fixture() {  # NAME raw|pieces [joey_fixture.py options]
   local name=$1 input=$2; shift 2
-  local wd=$W/$name fx=$OUT/$name STEPS=$JOEY_STEPS
+  local wd=$W/$name fx=$OUT/$name STEPS=${STEPS:-$(sed -n 's/^ *updates: *//p' "$CFG/$name.yaml")}
   log "$name: train (Joey NMT 2.3, $STEPS updates)"
   rm -rf "$wd" "$fx"; mkdir -p "$wd" "$fx"
   sed -e "s/^\(\s*updates:\).*/\1 $STEPS/" -e "s/^\(\s*validation_freq:\).*/\1 $STEPS/" \

@@ -33,6 +33,14 @@ def translate(fixdir, args, tag):
     return [ln.split(" ") if ln else [] for ln in lines[:-1]]
 
 
+def decode3(fixdir, args):
+    cmd = [PY, str(HERE / "onmt3_decode.py"), "-model", str(fixdir / "model.pt"),
+           "-src", str(fixdir / "src.txt")] + args
+    sys.stderr.write("+ " + " ".join(cmd) + "\n")
+    p = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return [json.loads(ln)["hyps"] for ln in p.stdout.decode("utf-8").splitlines()]
+
+
 def defaults_3x():
     import torch.nn.functional as F
     if not hasattr(F, "scaled_dot_product_attention"):
@@ -85,6 +93,26 @@ def main():
                       "fixture 1's (2.3 defaults: length_penalty none). 3.5.1 -with_score crashes with "
                       "beam search ('float' object has no attribute 'item'), so only tokens are compared.")
 
+    # 3.5.1's own decoder (API, with scores), 2.3-equivalent settings -> expected_v351.jsonl
+    g3 = decode3(fixdir, ["-beam_size", "1", "-random_sampling_topk", "1", "-batch_size", "1"] + AS_23)
+    b3 = decode3(fixdir, ["-beam_size", "5", "-n_best", "5", "-batch_size", "1"] + AS_23)
+    with open(fixdir / "expected_v351.jsonl", "w", encoding="utf-8") as f:
+        for g, b in zip(g3, b3):
+            f.write(json.dumps({"greedy": g[0], "beam5": b}, ensure_ascii=False) + "\n")
+    diffs, maxd = [], 0.0
+    for i in range(n):
+        pairs = [(exp[i]["greedy"], g3[i][0])] + list(zip(exp[i]["beam5"], b3[i]))
+        if any(x["tokens"] != y["tokens"] for x, y in pairs):
+            diffs.append(i)
+        maxd = max([maxd] + [abs(x["score"] - y["score"]) for x, y in pairs if x["tokens"] == y["tokens"]])
+    checks["v351_api_expected_v351_jsonl_lines_differing_from_fixture1"] = diffs
+    checks["v351_api_max_abs_score_diff_where_tokens_equal"] = maxd
+    checks["v351_beam_end_condition_note"] = (
+        "2.3 BeamSearch.update_finished: done when top_beam_finished (sticky: the top beam was "
+        "finished at ANY earlier step) and len(hypotheses) >= beam_size; 3.5.1: done when the CURRENT "
+        "top beam (index 0) is finished and len(hypotheses) >= n_best. Same 1-best (no length penalty); "
+        "n-best lists can differ (here: the lines listed above)")
+
     notes = json.load(open(notes_path))
     settings = {
         "toolkit": "OpenNMT-py",
@@ -92,15 +120,17 @@ def main():
                           "files identical on master 97111d97551c24857076a4102eabdb468b35cff4)",
         "made_from": "fixture onmt_brnn_lstm_general/model.pt (OpenNMT-py 2.3.0) by "
                      "scripts/convert_fixtures/onmt_to_v3.py",
-        "expected": "../onmt_brnn_lstm_general/expected.jsonl (identical weights; this dir holds a copy)",
+        "expected": "expected.jsonl = a copy of ../onmt_brnn_lstm_general/expected.jsonl (OpenNMT-py 2.3 "
+                    "outputs of the identical weights); expected_v351.jsonl = OpenNMT-py 3.5.1's own outputs "
+                    "(onmt3_decode.py: InferenceEnginePY.infer_file) with the same settings "
+                    "(-length_penalty none -alpha 0 -max_length 100 -batch_size 1; greedy = -beam_size 1 "
+                    "-random_sampling_topk 1; beam5 = -beam_size 5 -n_best 5)",
         "decode_settings": "as fixture onmt_brnn_lstm_general/settings.json (2.3 translate.py defaults); "
                            "with 3.5.1 pass -length_penalty none -alpha 0 -max_length 100 to match",
         "conversion_notes": notes,
         "checks": checks,
     }
-    with open(fixdir / "settings.json", "w") as f:
-        json.dump(settings, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    dump_json(settings, fixdir / "settings.json")
     json.dump(checks, sys.stderr, indent=1)
 
 

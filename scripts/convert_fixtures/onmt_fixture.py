@@ -169,9 +169,7 @@ def write_settings(fixdir, a, greedy_args, beam_args, checks):
                  "length_penalty none / alpha 0 -> no normalisation",
         "checks": checks,
     }
-    with open(fixdir / "settings.json", "w") as f:
-        json.dump(settings, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    dump_json(settings, fixdir / "settings.json")
 
 
 if __name__ == "__main__":

@@ -201,9 +201,10 @@ struct DecodeConfig {
   int mbr_candidates = 0;
   // Whose rules beam and greedy search follow (decoding/toolkit_search.h): attnmt's own, or
   // OpenNMT-py 2.3's or Joey NMT 2.3's, so that a model converted from one of them translates as
-  // that toolkit translates it. With opennmt / joeynmt: max_length (> 0) is the only length limit,
-  // the end of sentence counted (max_length_ratio unused); length_penalty is their alpha (0 = no
-  // length penalty); min_length their min_length / min_output_length; sampling, the shortlist,
+  // that toolkit translates it. With opennmt / joeynmt: max_length is the only length limit, the
+  // end of sentence counted (max_length_ratio unused; opennmt: > 0; joeynmt: 0 = Joey's default,
+  // 1.5 x the source length with its </s>); length_penalty is their alpha (0 = no length
+  // penalty); min_length their min_length / min_output_length; sampling, the shortlist,
   // coverage_penalty, no_repeat_ngram_size, mbr, prefixes and constraints are refused.
   std::string search_rules = "attnmt";  // attnmt | opennmt | joeynmt
   // opennmt / joeynmt rules: the unknown word is never chosen (OpenNMT-py's ban_unk_token, Joey

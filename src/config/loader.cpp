@@ -976,8 +976,10 @@ void validate_config(const Config& c) {
     if (d.ban_unk) invalid("decode.ban_unk", "false with decode.search_rules: attnmt (a rule of opennmt and joeynmt)", "true");
   } else {  // what the toolkits' rules (decoding/toolkit_search.h) do not do
     const std::string with = " with decode.search_rules: " + d.search_rules;
-    check_int(d.max_length > 0, "decode.max_length", ("> 0" + with + " (the toolkit's max_length, its only length limit)").c_str(),
-              d.max_length);
+    if (d.search_rules == "opennmt") {  // joeynmt: 0 = Joey NMT's own default (decoding/toolkit_search.h)
+      check_int(d.max_length > 0, "decode.max_length", ("> 0" + with + " (the toolkit's max_length, its only length limit)").c_str(),
+                d.max_length);
+    }
     auto refuse = [&](bool on, const char* key, const std::string& off, const std::string& got) {
       if (on) invalid(key, off + with + " (attnmt's rules only)", got);
     };

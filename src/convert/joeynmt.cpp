@@ -234,9 +234,7 @@ ToolkitModel read_joeynmt(const ConvertOptions& options) {
   if (max_output > 0) {
     m.decode.max_length = static_cast<int>(max_output);
   } else {
-    // Joey NMT: 1.5 x the batch's longest source (</s> included); attnmt: per sentence.
-    m.decode.max_length = 0;
-    m.decode.max_length_ratio = 1.5;
+    m.decode.max_length = 0;  // Joey NMT's default: 1.5 x the source (decode.search_rules joeynmt)
   }
   m.decode.ban_unk = !testing.boolean("generate_unk", true);
   for (const char* key : {"repetition_penalty", "no_repeat_ngram_size"}) {

@@ -37,7 +37,8 @@ struct SearchOptions {
   bool return_attention = false;
   int min_length = 0;             // no eos before this many target tokens
   int max_length = 0;             // at most this many target tokens (0 = only the ratio's limit)
-                                  // (opennmt / joeynmt rules: the only limit, eos counted, > 0)
+                                  // (opennmt / joeynmt rules: the only limit, eos counted;
+                                  // 0: opennmt refuses it, joeynmt takes Joey's 1.5 x source)
   bool ban_unk = false;           // opennmt / joeynmt rules: the unknown word is never chosen
   int no_repeat_ngram_size = 0;   // 0 = off
   bool sampling = false;

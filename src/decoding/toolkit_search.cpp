@@ -25,7 +25,7 @@ void check_supported(const SearchOptions& o, const Guides& guides) {
     throw std::invalid_argument(what + ": not with decode.search_rules " + rules + " (attnmt's rules only)");
   };
   if (o.rules == SearchRules::attnmt) throw std::invalid_argument("toolkit_search: decode.search_rules is attnmt");
-  if (o.max_length <= 0) {
+  if (o.max_length < 0 || (o.max_length == 0 && o.rules == SearchRules::opennmt)) {
     throw std::invalid_argument("decode.max_length must be > 0 with decode.search_rules " + rules +
                                 " (the toolkit's max_length, its only length limit), got " +
                                 std::to_string(o.max_length));
@@ -51,6 +51,22 @@ torch::Tensor step_log_probs(const StepResult& r, SearchRules rules) {
   }
   auto x = r.logits.to(torch::kFloat).contiguous();
   return r.log_probs ? x.clone() : x.log_softmax(-1);
+}
+
+// Joey NMT's maximum output length when its config has none (max_output_length -1): int(1.5 x the
+// batch's longest source, </s> included), here each sentence's own (what Joey computes for a batch
+// of one): decode.max_length 0 with joeynmt rules.
+constexpr double kJoeyLengthRatio = 1.5;
+
+// Each sentence's most tokens, eos counted: options.max_length, else Joey NMT's default.
+std::vector<int64_t> joey_length_limits(const SearchOptions& o, const std::vector<int64_t>& src_len) {
+  std::vector<int64_t> limits;
+  for (const int64_t n : src_len) {
+    limits.push_back(o.max_length > 0
+                         ? o.max_length
+                         : std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(n) * kJoeyLengthRatio)));
+  }
+  return limits;
 }
 
 std::vector<float> to_floats(const torch::Tensor& t) {
@@ -257,7 +273,7 @@ std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const
     const auto log_probs = step_log_probs(r, options.rules);  // [A * K, V]
     auto scores = log_probs.clone();
     if (t + 1 <= options.min_length) scores.select(1, eos).fill_(-1e20);  // ensure_min_length
-    if (options.ban_unk) scores.select(1, model.unk_id()).fill_(-1e20);  // ensure_unk_removed
+    if (options.ban_unk) scores.select(1, model.unk_id()).fill_(-1e20);   // ensure_unk_removed
     scores += running.view({A * K, 1});
     // The penalty if the sequence ends now: length_penalty(step + 1) with step = len(self).
     const double lp = wu ? std::pow((5.0 + static_cast<double>(t + 2)) / 6.0, options.length_penalty) : 1.0;
@@ -287,7 +303,8 @@ std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const
         for (int64_t k = 0; k < K; ++k) {
           const int64_t i = a * K + k;
           if (finished[static_cast<size_t>(i)]) {
-            hyps.push_back({c.score[static_cast<size_t>(i)], paths.hypothesis(i, eos, src_len[static_cast<size_t>(b)])});
+            hyps.push_back(
+                {c.score[static_cast<size_t>(i)], paths.hypothesis(i, eos, src_len[static_cast<size_t>(b)])});
           }
         }
         // The top beam has finished, and there are beam_size (not n_best) hypotheses.
@@ -383,8 +400,8 @@ std::vector<std::vector<Hypothesis>> joeynmt_beam_search(StepModel& model, const
   check_supported(options, guides);
   const auto device = model.device();
   const int64_t B = src.size(0), K = options.beam_size, eos = model.eos_id();
-  const int64_t max_length = options.max_length;
   const auto src_len = to_vector(lengths);
+  const auto limit = joey_length_limits(options, src_len);  // max_output_length
   const double alpha = options.length_penalty;
   auto state = model.start(src, lengths);
   expand_to_beams(*state, B, K, device);
@@ -394,14 +411,14 @@ std::vector<std::vector<Hypothesis>> joeynmt_beam_search(StepModel& model, const
   running.slice(1, 1).fill_(-kInf);
   std::vector<int64_t> sentence(static_cast<size_t>(B));  // batch_offset
   std::iota(sentence.begin(), sentence.end(), 0);
-  std::vector<char> is_finished(static_cast<size_t>(B * K), 0);  // by slot, not by hypothesis
+  std::vector<char> is_finished(static_cast<size_t>(B * K), 0);   // by slot, not by hypothesis
   std::vector<int64_t> eos_count(static_cast<size_t>(B * K), 0);  // eos tokens in each row's sequence
   std::vector<std::vector<Scored>> found(static_cast<size_t>(B));
   std::vector<std::vector<Hypothesis>> out(static_cast<size_t>(B));
   Paths paths(options.return_attention);
 
   auto prev = torch::full({B * K}, model.bos_id(), torch::dtype(torch::kLong).device(device));
-  for (int64_t step = 0; step < max_length; ++step) {
+  for (int64_t step = 0; !sentence.empty(); ++step) {  // every sentence ends at its limit
     const auto A = static_cast<int64_t>(sentence.size());
     auto r = model.step(prev, *state, options.return_attention);
     const auto log_probs = step_log_probs(r, options.rules);  // [A * K, V]
@@ -422,10 +439,14 @@ std::vector<std::vector<Hypothesis>> joeynmt_beam_search(StepModel& model, const
 
     std::vector<int64_t> counts(c.token.size());
     bool any_finished = false;
+    std::vector<char> at_max(static_cast<size_t>(A));
+    for (int64_t a = 0; a < A; ++a) {
+      at_max[static_cast<size_t>(a)] = step + 1 == limit[static_cast<size_t>(sentence[static_cast<size_t>(a)])];
+    }
     for (size_t i = 0; i < c.token.size(); ++i) {
       counts[i] = eos_count[static_cast<size_t>(c.select[i])] + (c.token[i] == eos ? 1 : 0);
       is_finished[i] = c.token[i] == eos || is_finished[i] || c.score[i] == -std::numeric_limits<float>::infinity() ||
-                       step + 1 == max_length;
+                       at_max[i / static_cast<size_t>(K)];
       any_finished = any_finished || is_finished[i];
     }
     eos_count = std::move(counts);
@@ -440,7 +461,7 @@ std::vector<std::vector<Hypothesis>> joeynmt_beam_search(StepModel& model, const
           const auto i = static_cast<size_t>(a * K + k);
           if (!is_finished[i] || eos_count[i] > 1) continue;  // more than one eos: collected before
           // No eos at the maximum length, or exactly one, the last token (not one with tokens after it).
-          if ((eos_count[i] == 0 && step + 1 == max_length) || (eos_count[i] == 1 && c.token[i] == eos)) {
+          if ((eos_count[i] == 0 && at_max[static_cast<size_t>(a)]) || (eos_count[i] == 1 && c.token[i] == eos)) {
             hyps.push_back({c.score[i], paths.hypothesis(a * K + k, eos, src_len[static_cast<size_t>(b)])});
           }
         }
@@ -486,6 +507,7 @@ std::vector<std::vector<Hypothesis>> joeynmt_greedy_search(StepModel& model, con
   const auto device = model.device();
   const int64_t B = src.size(0), eos = model.eos_id();
   const auto src_len = to_vector(lengths);
+  const auto limit = joey_length_limits(options, src_len);  // max_output_length
   auto state = model.start(src, lengths);
   std::vector<int64_t> sentence(static_cast<size_t>(B));
   std::iota(sentence.begin(), sentence.end(), 0);
@@ -493,7 +515,7 @@ std::vector<std::vector<Hypothesis>> joeynmt_greedy_search(StepModel& model, con
   Paths paths(options.return_attention);
 
   auto prev = torch::full({B}, model.bos_id(), torch::dtype(torch::kLong).device(device));
-  for (int64_t step = 0; step < options.max_length && !sentence.empty(); ++step) {
+  for (int64_t step = 0; !sentence.empty(); ++step) {  // every sentence ends at its limit
     const auto A = static_cast<int64_t>(sentence.size());
     auto r = model.step(prev, *state, options.return_attention);
     const auto log_probs = step_log_probs(r, options.rules);
@@ -513,7 +535,8 @@ std::vector<std::vector<Hypothesis>> joeynmt_greedy_search(StepModel& model, con
 
     std::vector<char> ended(static_cast<size_t>(A));
     for (int64_t a = 0; a < A; ++a) {
-      ended[static_cast<size_t>(a)] = tokens[static_cast<size_t>(a)] == eos || step + 1 == options.max_length;
+      ended[static_cast<size_t>(a)] = tokens[static_cast<size_t>(a)] == eos ||
+                                      step + 1 == limit[static_cast<size_t>(sentence[static_cast<size_t>(a)])];
     }
     const auto keep = finish_rows(ended, sentence, [&](int64_t a, int64_t b) {
       auto h = paths.hypothesis(a, eos, src_len[static_cast<size_t>(b)]);

@@ -24,16 +24,18 @@
 //     / ((5 + |Y|) / 6)^alpha when alpha > 0; a slot is finished once a candidate in it ends in eos
 //     or scores -inf, and stays finished whatever later candidates it holds (finished slots keep
 //     their score and go on being expanded); a sentence ends when all its slots are finished, or
-//     at max_length; the hypotheses collected are those with exactly one eos, at their end (or,
-//     at max_length, none); fewer than n_best are filled up with <unk> of score -1;
+//     at max_length (0: Joey's default, int(1.5 x the source length, eos included), computed per
+//     sentence where Joey takes its batch's longest source); the hypotheses collected are those
+//     with exactly one eos, at their end (or, at max_length, none); fewer than n_best are filled
+//     up with <unk> of score -1;
 //   - recurrent_greedy (beam 1): argmax of the logits with the same tokens barred; Joey reports
 //     each token's log-probability, here summed (score = log_prob).
 //
 // Every hypothesis: tokens without bos and eos (cut at the first eos, as both toolkits' outputs
 // are), score = the toolkit's, log_prob = log P of those tokens and the eos, finished = ended by
 // eos, attention rows with options.return_attention. The maximum length is options.max_length
-// (> 0) alone. Not supported here (refused): sampling, a shortlist, coverage penalty,
-// no_repeat_ngram_size, prefixes and constraints.
+// alone (max_length_ratio is not used). Not supported here (refused): sampling, a shortlist,
+// coverage penalty, no_repeat_ngram_size, prefixes and constraints.
 #pragma once
 #include <vector>
 
@@ -43,7 +45,7 @@ namespace attnmt {
 
 // options.rules chooses: opennmt -> opennmt_beam_search; joeynmt -> beam_size >= 2 ?
 // joeynmt_beam_search : joeynmt_greedy_search (as each toolkit's translator chooses).
-// std::invalid_argument-like c10::Error naming the option for what these rules do not support.
+// std::invalid_argument, one line naming the option, for what these rules do not support.
 std::vector<std::vector<Hypothesis>> toolkit_search(StepModel& model, const torch::Tensor& src,
                                                     const torch::Tensor& lengths, const SearchOptions& options,
                                                     const Guides& guides = {});

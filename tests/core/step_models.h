@@ -88,7 +88,8 @@ class HashModel : public StepModel {
       : vocab_(vocab), eos_offset_(eos_offset), eos_slope_(eos_slope) {}
 
   static int64_t mix(int64_t h, int64_t x) {
-    uint64_t z = static_cast<uint64_t>(h) * 6364136223846793005ULL + static_cast<uint64_t>(x) * 1442695040888963407ULL + 1;
+    uint64_t z =
+        static_cast<uint64_t>(h) * 6364136223846793005ULL + static_cast<uint64_t>(x) * 1442695040888963407ULL + 1;
     z ^= z >> 29;
     z *= 0xBF58476D1CE4E5B9ULL;
     z ^= z >> 32;
@@ -131,7 +132,8 @@ class HashModel : public StepModel {
         w[static_cast<size_t>(j)] = static_cast<double>((mix(h, 5000 + j) >> 42) + 1);
         total += w[static_cast<size_t>(j)];
       }
-      for (int64_t j = 0; j < len; ++j) attention.data_ptr<float>()[n * S + j] = static_cast<float>(w[static_cast<size_t>(j)] / total);
+      for (int64_t j = 0; j < len; ++j)
+        attention.data_ptr<float>()[n * S + j] = static_cast<float>(w[static_cast<size_t>(j)] / total);
     }
     ++s.step;
     StepResult r;

@@ -12,7 +12,6 @@
 #include <map>
 #include <sstream>
 
-#include "data/tokenizer.h"
 #include "program.h"
 
 namespace {
@@ -64,47 +63,54 @@ std::vector<std::vector<Hyp>> read_nbest(const fs::path& out, const fs::path& sc
   return hyps;
 }
 
-// The toolkit's tokens as attnmt writes them: joined by spaces, or detokenized by `spm`.
-std::string expected_text(const nlohmann::json& tokens, const attnmt::Tokenizer* spm,
-                          const std::map<std::string, int>& spm_ids) {
-  std::vector<std::string> pieces;
-  for (const auto& t : tokens) pieces.push_back(t.get<std::string>());
-  if (!spm) {
-    std::string out;
-    for (const auto& p : pieces) out += (out.empty() ? "" : " ") + p;
-    return out;
+// The toolkit's tokens as attnmt writes them: joined by spaces, or (a SentencePiece model's
+// pieces) detokenized as spm_decode does: concatenated, the first piece's leading "▁" dropped and
+// the others read as spaces, <unk> written " ⁇ " (Joey NMT fills short n-best lists with <unk>).
+std::string expected_text(const nlohmann::json& tokens, bool sentencepiece) {
+  const std::string space = "\xe2\x96\x81";            // U+2581
+  const std::string unknown = " \xe2\x81\x87 ";         // " U+2047 "
+  std::string out;
+  for (const auto& t : tokens) {
+    const auto token = t.get<std::string>();
+    if (!sentencepiece) {
+      out += (out.empty() ? "" : " ") + token;
+    } else {
+      out += token == "<unk>" ? unknown : token;
+    }
   }
-  std::vector<int> ids;
-  for (const auto& p : pieces) {
-    auto it = spm_ids.find(p);
-    ids.push_back(it == spm_ids.end() ? attnmt::Tokenizer::kUnk : it->second);
-  }
-  return spm->decode(ids);
+  if (!sentencepiece) return out;
+  if (out.rfind(space, 0) == 0) out.erase(0, space.size());
+  for (size_t at = out.find(space); at != std::string::npos; at = out.find(space, at)) out.replace(at, space.size(), " ");
+  return out;
 }
 
 struct Fixture {
   const char* name;
   const char* from;
-  const char* spm;  // the model reads raw text through this SentencePiece model ("": pieces)
+  const char* source;  // what convert reads: a file of the fixture ("": the fixture directory)
+  const char* spm;     // the model reads raw text through this SentencePiece model ("": pieces)
 };
 
 // Every fixture make_fixtures.sh writes.
 const Fixture kAll[] = {
-    {"onmt_brnn_lstm_general", "opennmt-py", ""},    {"onmt_rnn_gru_mlp", "opennmt-py", ""},
-    {"onmt_brnn_lstm_dot_bridge", "opennmt-py", ""}, {"onmt3_brnn_lstm_general", "opennmt-py", ""},
-    {"joey_lstm_bahdanau_bridge", "joeynmt", "spm.model"}, {"joey_gru_luong_last", "joeynmt", ""},
-    {"joey_lstm_luong_zero", "joeynmt", ""},
+    {"onmt_brnn_lstm_general", "opennmt-py", "model.pt", ""},
+    {"onmt_rnn_gru_mlp", "opennmt-py", "model.pt", ""},
+    {"onmt_brnn_lstm_dot_bridge", "opennmt-py", "model.pt", ""},
+    {"onmt3_brnn_lstm_general", "opennmt-py", "model.pt", ""},
+    {"onmt3_brnn_lstm_general_safetensors", "opennmt-py", "model.00.safetensors", ""},
+    {"joey_lstm_bahdanau_bridge", "joeynmt", "", "spm.model"},
+    {"joey_gru_luong_last", "joeynmt", "", ""},
+    {"joey_lstm_luong_zero", "joeynmt", "", ""},
 };
 
 // Converts a fixture and compares its translations with the toolkit's recorded ones.
 void check_fixture(const Fixture& f) {
   const fs::path dir = kFixtures / f.name;
   INFO(f.name);
-  REQUIRE(fs::exists(dir / "settings.json"));
-  const auto settings = json_of(dir / "settings.json");
+  REQUIRE(fs::exists(dir / "expected.jsonl"));
   const auto tmp = temp_dir(std::string("convert_") + f.name);
   const fs::path model = tmp / "model.pt";
-  const std::string source = std::string(f.from) == "joeynmt" ? dir.string() : (dir / settings["checkpoint"].get<std::string>()).string();
+  const std::string source = *f.source ? (dir / f.source).string() : dir.string();
   const auto converted = run("convert --from " + std::string(f.from) + " " + source + " --output " + model.string());
   INFO(converted.output);
   REQUIRE(converted.status == 0);
@@ -114,13 +120,7 @@ void check_fixture(const Fixture& f) {
   std::vector<nlohmann::json> expected;
   for (const auto& line : lines_of(dir / "expected.jsonl")) expected.push_back(nlohmann::json::parse(line));
   REQUIRE(expected.size() == lines);
-  // A model that tokenizes with SentencePiece writes detokenized text.
-  std::unique_ptr<attnmt::Tokenizer> spm;
-  std::map<std::string, int> spm_ids;
-  if (*f.spm) {
-    spm = std::make_unique<attnmt::Tokenizer>((dir / f.spm).string());
-    for (int i = 0; i < spm->vocab_size(); ++i) spm_ids.emplace(spm->piece(i), i);
-  }
+  const bool sentencepiece = *f.spm;  // such a model writes detokenized text
 
   for (const auto& [search, beam, n_best] : {std::tuple{"greedy", 1, 1}, std::tuple{"beam5", 5, 5}}) {
     const auto out = tmp / (std::string(search) + ".out");
@@ -136,14 +136,14 @@ void check_fixture(const Fixture& f) {
     for (size_t i = 0; i < lines; ++i) {
       const auto& want = std::string(search) == "greedy" ? nlohmann::json::array({expected[i]["greedy"]}) : expected[i]["beam5"];
       REQUIRE(!got[i].empty());
-      if (got[i][0].text == expected_text(want[0]["tokens"], spm.get(), spm_ids)) ++same_best;
+      if (got[i][0].text == expected_text(want[0]["tokens"], sentencepiece)) ++same_best;
       for (size_t k = 0; k < want.size() && k < got[i].size(); ++k) {
         ++compared;
-        if (got[i][k].text != expected_text(want[k]["tokens"], spm.get(), spm_ids)) continue;
+        if (got[i][k].text != expected_text(want[k]["tokens"], sentencepiece)) continue;
         ++same_hyps;
         worst = std::max(worst, std::abs(got[i][k].score - want[k]["score"].get<double>()));
       }
-      CHECK(got[i][0].text == expected_text(want[0]["tokens"], spm.get(), spm_ids));
+      CHECK(got[i][0].text == expected_text(want[0]["tokens"], sentencepiece));
     }
     WARN(f.name << " " << search << ": " << same_best << "/" << lines << " best outputs and " << same_hyps << "/"
                 << compared << " n-best hypotheses equal the toolkit's; largest score difference " << worst);
@@ -161,8 +161,11 @@ TEST_CASE("convert: OpenNMT-py 2.x models translate as OpenNMT-py does", "[e2e][
   }
 }
 
-TEST_CASE("convert: an OpenNMT-py 3.x checkpoint (vocabularies as lists) translates as its 2.x twin", "[e2e][convert]") {
-  check_fixture(kAll[3]);
+TEST_CASE("convert: OpenNMT-py 3.x checkpoints (vocabularies as lists; weights in the .pt or in safetensors)",
+          "[e2e][convert]") {
+  for (const auto& f : kAll) {
+    if (std::string(f.name).rfind("onmt3_", 0) == 0) check_fixture(f);
+  }
 }
 
 TEST_CASE("convert: Joey NMT models translate as Joey NMT does", "[e2e][convert]") {
@@ -232,9 +235,6 @@ TEST_CASE("convert: a model converted with its SentencePiece model reads raw tex
                      " --output " + (tmp / "b.txt").string());
   REQUIRE(a.status == 0);
   REQUIRE(b.status == 0);
-  attnmt::Tokenizer spm(spm_path.string());
-  std::map<std::string, int> ids;
-  for (int i = 0; i < spm.vocab_size(); ++i) ids.emplace(spm.piece(i), i);
   const auto piece_lines = lines_of(tmp / "a.txt");
   const auto raw_lines = lines_of(tmp / "b.txt");
   REQUIRE(piece_lines.size() == raw_lines.size());
@@ -242,7 +242,7 @@ TEST_CASE("convert: a model converted with its SentencePiece model reads raw tex
     nlohmann::json tokens = nlohmann::json::array();
     std::istringstream in(piece_lines[i]);
     for (std::string t; in >> t;) tokens.push_back(t);
-    CHECK(raw_lines[i] == expected_text(tokens, &spm, ids));
+    CHECK(raw_lines[i] == expected_text(tokens, true));
   }
   fs::remove_all(tmp);
 }

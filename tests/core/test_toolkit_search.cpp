@@ -5,9 +5,9 @@
 // torch first: its glog defines a CHECK of its own, which Catch's must replace (the precompiled
 // header does this for the build; a build without it must not run glog's silently).
 #include <torch/torch.h>
-#include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -41,8 +41,9 @@ const json& expected_cases() {
 
 // JSON has no infinities: make.py writes them as "-inf" / "inf".
 double number(const json& j) {
-  if (j.is_string()) return j.get<std::string>() == "-inf" ? -std::numeric_limits<double>::infinity()
-                                                           : std::numeric_limits<double>::infinity();
+  if (j.is_string())
+    return j.get<std::string>() == "-inf" ? -std::numeric_limits<double>::infinity()
+                                          : std::numeric_limits<double>::infinity();
   return j.get<double>();
 }
 
@@ -230,6 +231,12 @@ TEST_CASE("toolkit search rules: what they do not support is refused, naming the
     SearchOptions o;
     o.rules = rules;
     o.max_length = 0;
+    if (rules == SearchRules::opennmt) {
+      CHECK_THROWS_WITH(search(model, src, len, o), Catch::Contains("decode.max_length must be > 0"));
+    } else {
+      CHECK_NOTHROW(search(model, src, len, o));  // Joey NMT's default length limit
+    }
+    o.max_length = -1;
     CHECK_THROWS_WITH(search(model, src, len, o), Catch::Contains("decode.max_length must be > 0"));
     o.max_length = 10;
     o.sampling = true;
@@ -248,6 +255,49 @@ TEST_CASE("toolkit search rules: what they do not support is refused, naming the
   }
 }
 
+TEST_CASE("toolkit search rules: Joey NMT's default length limit, 1.5 x each sentence's source", "[toolkit_search]") {
+  // max_output_length -1: Joey takes int(1.5 x its batch's longest source, </s> included); here
+  // each sentence's own, which is what Joey computes for a batch of one.
+  HashModel model(10, -4.0, 0.1);  // the end of sentence comes late: most hypotheses run to the limit
+  const std::vector<std::vector<int64_t>> sources = {{5, 6, 7}, {8, 9}, {4, 5, 6, 7, 8, 9, 4}, {7}};
+  auto batch = [&](const std::vector<size_t>& which) {
+    int64_t S = 0;
+    for (size_t b : which) S = std::max<int64_t>(S, static_cast<int64_t>(sources[b].size()));
+    auto src = torch::zeros({static_cast<int64_t>(which.size()), S}, torch::kLong);
+    auto len = torch::empty({static_cast<int64_t>(which.size())}, torch::kLong);
+    for (size_t i = 0; i < which.size(); ++i) {
+      for (size_t j = 0; j < sources[which[i]].size(); ++j)
+        src[static_cast<int64_t>(i)][static_cast<int64_t>(j)] = sources[which[i]][j];
+      len[static_cast<int64_t>(i)] = static_cast<int64_t>(sources[which[i]].size());
+    }
+    return std::pair{src, len};
+  };
+  for (const int beam : {1, 3}) {
+    SearchOptions o;
+    o.rules = SearchRules::joeynmt;
+    o.beam_size = o.n_best = beam;
+    o.max_length = 0;
+    const auto [src, len] = batch({0, 1, 2, 3});
+    const auto together = search(model, src, len, o);
+    size_t at_limit = 0;
+    for (size_t b = 0; b < sources.size(); ++b) {
+      INFO("beam " << beam << " sentence " << b);
+      SearchOptions alone = o;
+      alone.max_length = static_cast<int>(static_cast<double>(sources[b].size()) * 1.5);
+      const auto [s1, l1] = batch({b});
+      const auto want = search(model, s1, l1, alone)[0];
+      REQUIRE(together[b].size() == want.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        CHECK(together[b][k].tokens == want[k].tokens);
+        CHECK(together[b][k].score == want[k].score);
+        CHECK(together[b][k].tokens.size() <= static_cast<size_t>(alone.max_length));
+        at_limit += !want[k].finished && want[k].tokens.size() == static_cast<size_t>(alone.max_length);
+      }
+    }
+    CHECK(at_limit > 0);
+  }
+}
+
 TEST_CASE("toolkit search rules: decode.search_rules and decode.ban_unk in the config", "[toolkit_search][config]") {
   auto config = [](const std::string& decode) { return parse_config("decode:\n" + decode, "cfg.yaml"); };
   const auto options = translate_options(
@@ -261,10 +311,12 @@ TEST_CASE("toolkit search rules: decode.search_rules and decode.ban_unk in the c
   CHECK_THROWS_WITH(config("  search_rules: marian\n"), Catch::Contains("decode.search_rules"));
   CHECK_THROWS_WITH(config("  search_rules: opennmt\n"),
                     Catch::Contains("decode.max_length must be > 0 with decode.search_rules: opennmt"));
+  CHECK(config("  search_rules: joeynmt\n").decode.max_length == 0);  // Joey NMT's own default limit
   CHECK_THROWS_WITH(config("  search_rules: joeynmt\n  max_length: 9\n  sampling: true\n"),
                     Catch::Contains("decode.sampling must be false with decode.search_rules: joeynmt"));
   CHECK_THROWS_WITH(config("  search_rules: joeynmt\n  max_length: 9\n  mbr: bleu\n"), Catch::Contains("decode.mbr"));
   CHECK_THROWS_WITH(config("  search_rules: opennmt\n  max_length: 9\n  shortlist: true\n"),
                     Catch::Contains("decode.shortlist"));
-  CHECK_THROWS_WITH(config("  ban_unk: true\n"), Catch::Contains("decode.ban_unk must be false with decode.search_rules: attnmt"));
+  CHECK_THROWS_WITH(config("  ban_unk: true\n"),
+                    Catch::Contains("decode.ban_unk must be false with decode.search_rules: attnmt"));
 }
