@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "data/word_vocab.h"
 #include "util/text_io.h"
 
 namespace attnmt {
@@ -9,19 +10,6 @@ namespace attnmt {
 namespace {
 
 constexpr const char* kMagic = "attnmt-toolkit-vocab 1\n";
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-template <typename F>
-void for_each_token(std::string_view text, F&& f) {
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && is_space(text[i])) ++i;
-    const size_t begin = i;
-    while (i < text.size() && !is_space(text[i])) ++i;
-    if (i > begin) f(begin, i);
-  }
-}
 
 // "<name> <count>\n" at `pos`; advances pos past it. -1 when it is not there.
 long long read_count(const std::string& bytes, size_t& pos, const std::string& name) {
@@ -47,7 +35,7 @@ std::string ToolkitVocab::serialize(const std::vector<std::string>& tokens, cons
     const auto& t = tokens[i];
     if (t.empty()) throw std::invalid_argument("token " + std::to_string(i) + " is empty");
     for (char c : t) {
-      if (is_space(c)) throw std::invalid_argument("token " + std::to_string(i) + " ('" + t + "') contains a space");
+      if (is_token_space(c)) throw std::invalid_argument("token " + std::to_string(i) + " ('" + t + "') contains a space");
     }
     if (!seen.emplace(t, i).second) {
       throw std::invalid_argument("token '" + t + "' twice (ids " + std::to_string(seen[t]) + " and " +

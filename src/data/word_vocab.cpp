@@ -15,20 +15,6 @@ constexpr const char* kMagic = "attnmt-word-vocab 1\n";
 // The special ids' pieces, as SentencePiece names them in attnmt's models (pad/unk/bos/eos = 0..3).
 const std::vector<std::string> kSpecials{"<pad>", "<unk>", "<s>", "</s>"};
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-// Calls f(begin, end) for each run of non-space bytes.
-template <typename F>
-void for_each_token(std::string_view text, F&& f) {
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && is_space(text[i])) ++i;
-    const size_t begin = i;
-    while (i < text.size() && !is_space(text[i])) ++i;
-    if (i > begin) f(begin, i);
-  }
-}
-
 }  // namespace
 
 bool WordVocab::is_word_vocab(const std::string& bytes) { return bytes.rfind(kMagic, 0) == 0; }

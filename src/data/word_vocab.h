@@ -4,12 +4,28 @@
 // decoding joins tokens with one space. Implements the same backend interface as SentencePiece.
 #pragma once
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "data/spm_backend.h"
 
 namespace attnmt {
+
+// The separators of pre-tokenized text: ASCII whitespace.
+inline bool is_token_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+// Calls f(begin, end) for each token (run of non-space bytes) of `text`.
+template <typename F>
+void for_each_token(std::string_view text, F&& f) {
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_token_space(text[i])) ++i;
+    const size_t begin = i;
+    while (i < text.size() && !is_token_space(text[i])) ++i;
+    if (i > begin) f(begin, i);
+  }
+}
 
 class WordVocab : public TokenizerBackend {
  public:

@@ -161,7 +161,7 @@ TEST_CASE("convert: OpenNMT-py 2.x models translate as OpenNMT-py does", "[e2e][
   }
 }
 
-TEST_CASE("convert: OpenNMT-py 3.x checkpoints (vocabularies as lists; weights in the .pt or in safetensors)",
+TEST_CASE("convert: OpenNMT-py 3.x checkpoints (vocabularies as lists, weights in the .pt or in safetensors)",
           "[e2e][convert]") {
   for (const auto& f : kAll) {
     if (std::string(f.name).rfind("onmt3_", 0) == 0) check_fixture(f);
