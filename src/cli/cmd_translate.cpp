@@ -98,7 +98,7 @@ void check_streaming(const std::vector<LoadedModel>& members, const std::vector<
     if (!flag.empty()) throw InputError("--streaming: not with " + flag + " (streaming decodes greedily, one sentence at a time)");
   }
   const auto& a = members.front().config.model.attention;
-  if ((a.type != "monotonic" && a.type != "chunkwise") || !a.hard_decode) {
+  if (!attention_streams(a)) {
     throw InputError("--streaming: the model's attention must stop hard and never look right of its stop "
                      "(model.attention.type monotonic or chunkwise with hard_decode: true); " +
                      members.front().checkpoint + " has '" + a.type + "'" + (a.hard_decode ? "" : " with hard_decode: false"));

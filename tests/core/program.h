@@ -80,6 +80,16 @@ inline std::string tiny_config(const fs::path& save_dir, int max_steps) {
   return c.str();
 }
 
+// The headless browser the browser tests drive (scripts/install_deps.sh --test installs it); ""
+// when there is none.
+inline std::string chromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    const std::string path = shell(std::string("command -v ") + name);
+    if (!path.empty()) return path.substr(0, path.find('\n'));
+  }
+  return "";
+}
+
 // Whether this is a CI run (CI=true): a test that cannot run for a missing dependency then fails.
 inline bool in_ci() {
   const char* ci = std::getenv("CI");

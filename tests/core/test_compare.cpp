@@ -55,14 +55,6 @@ fs::path tiny_model(const fs::path& dir, int steps) {
   return dir / "model";
 }
 
-std::string chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    const std::string path = shell(std::string("command -v ") + name);
-    if (!path.empty()) return path.substr(0, path.find('\n'));
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("align: Pharaoh output, one link per target word, AER against gold", "[align][e2e]") {
