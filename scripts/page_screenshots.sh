@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Screenshots of `attnmt serve`'s translation page for docs/serving.md and the README: starts a
-# server on two models (global attention, and hard monotonic attention for the streaming view),
-# opens each view's shareable link in headless Chromium and writes
-#   docs/page_translate.png   translations, heatmap, word alignment
-#   docs/page_compare.png     two models side by side, BLEU / chrF against a reference
-#   docs/page_streaming.png   the READ/WRITE path of the monotonic model
+# server on two tiny models it trains on tests/data's 30 pairs (a few seconds each; global and hard
+# monotonic attention) and, if given, a real MODEL; opens each view's shareable link in headless
+# Chromium and writes
+#   docs/page_translate.png   translations, heatmap, word alignment (MODEL's, else the tiny global one's)
+#   docs/page_compare.png     the two tiny models side by side on a sentence they were trained on,
+#                             BLEU / chrF against its reference
+#   docs/page_streaming.png   the READ/WRITE path of the tiny monotonic model
 #   docs/page_error.png       a server error (400) as a message
 #   docs/page_phone.png       the translate view in a phone-sized window
-#   scripts/page_screenshots.sh [GLOBAL_MODEL MONOTONIC_MODEL]
-# Without models it trains two tiny ones on tests/data's 30 pairs (a few seconds each) and shows
-# a sentence they were trained on. ATTNMT (default build/attnmt) and CHROMIUM name the programs.
+#   scripts/page_screenshots.sh [MODEL [SENTENCE]]
+# ATTNMT (default build/attnmt) and CHROMIUM name the programs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 attnmt=${ATTNMT:-build/attnmt}
@@ -39,13 +40,15 @@ EOF
   echo "$work/$1"
 }
 
-if [ $# -ge 2 ]; then
-  general=$1 monotonic=$2
-else
-  general=$(tiny_model general "{type: luong_general}" 400)
-  monotonic=$(tiny_model monotonic "{type: monotonic, score_bias_init: 0.0}" 400)
+general=$(tiny_model general "{type: luong_general}" 400)
+monotonic=$(tiny_model monotonic "{type: monotonic, score_bias_init: 0.0}" 400)
+models=(--model "general=$general" --model "monotonic=$monotonic")
+main=general
+if [ $# -ge 1 ]; then
+  main=$(basename "${1%.pt}")
+  models+=(--model "$main=$1")
 fi
-"$attnmt" serve --port 0 --model "general=$general" --model "monotonic=$monotonic" > "$work/serve.log" 2>&1 &
+"$attnmt" serve --port 0 "${models[@]}" > "$work/serve.log" 2>&1 &
 server=$!
 port=
 for _ in $(seq 600); do
@@ -58,6 +61,8 @@ done
 
 urlencode() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 src=$(urlencode "$(sed -n 1p tests/data/tiny.de)")
+main_src=$src
+[ $# -ge 1 ] && main_src=$(urlencode "${2:-Ein Hund rennt durch den Schnee.}")
 src2=$(urlencode "$(sed -n 1,2p tests/data/tiny.de)")
 ref2=$(urlencode "$(sed -n 1,2p tests/data/tiny.en)")
 
@@ -67,8 +72,8 @@ shot() {  # shot NAME WIDTH,HEIGHT QUERY
     "http://127.0.0.1:$port/$3" > /dev/null 2>&1
   echo "docs/page_$1.png: $(stat -c %s "docs/page_$1.png") bytes"
 }
-shot translate 1000,1000 "?text=$src&model=general&nbest=3"
+shot translate 1000,1000 "?text=$main_src&model=$main&nbest=3"
 shot compare 1100,1150 "?text=$src2&compare=general,monotonic&ref=$ref2"
 shot streaming 1000,1150 "?text=$src&model=monotonic&view=stream"
-shot error 1000,420 "?text=$src&model=general&beam=64"
-shot phone 390,844 "?text=$src&model=general"
+shot error 1000,420 "?text=$main_src&model=$main&beam=64"
+shot phone 390,844 "?text=$main_src&model=$main"
