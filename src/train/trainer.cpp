@@ -902,10 +902,34 @@ static void check_bf16_kernels(const TrainRequest& request) {
                    "; use --set train.precision=fp32 (or train.allow_slow_bf16: true to insist)");
 }
 
+// --resume with nothing to resume from is refused before any work: no tokenizer trained, no
+// cache written, no directory created, so the save dir is left as it was. A rank started with
+// --distributed is checked by its launcher (--nproc) or finds out in restore_or_start.
+static void check_resumable(const TrainRequest& request) {
+  if (!request.resume || request.distributed) return;
+  const auto& dir = request.config.train.save_dir;
+  const auto checkpoints = list_step_checkpoints(dir);
+  if (checkpoints.empty()) {
+    throw InputError("--resume: no checkpoint in train.save_dir '" + dir +
+                     "' (nothing was done; leave out --resume to start a new run there)");
+  }
+  for (const auto& path : checkpoints) {
+    try {
+      CheckpointFile file(path);
+      return;
+    } catch (const InputError&) {
+      continue;  // restore_or_start falls back to the one before, as here
+    }
+  }
+  throw InputError("--resume: no loadable checkpoint in train.save_dir '" + dir + "' (" +
+                   std::to_string(checkpoints.size()) + " damaged; nothing was done)");
+}
+
 void train(const TrainRequest& request) {
   check_bf16_kernels(request);  // before anything else: every path (ranks, --nproc) starts here
   check_attention(request.config.model);  // before any data is read
   check_training_inputs(request.config, request.config_source);
+  check_resumable(request);
   if (request.nproc > 1) {
     if (!distributed_available()) {
       throw InputError("--nproc: this attnmt was built without c10d/Gloo support (install libgloo-dev and rebuild)");

@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "checkpoints.h"
 #include "program.h"
@@ -385,5 +387,46 @@ TEST_CASE("best.pt is for decoding: the model without the optimizer, and resumin
   } catch (const attnmt::InputError& e) {
     CHECK(std::string(e.what()).find("has no optimizer state") != std::string::npos);
   }
+  fs::remove_all(dir);
+}
+
+// A file listing of `dir` (relative paths, sorted), empty when it does not exist.
+static std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) out.push_back(fs::relative(e.path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_CASE("--resume with no checkpoint is refused before any work, the save dir left as it was",
+          "[reliability][e2e]") {
+  auto dir = temp_dir("resume_nothing");
+  // a save dir that does not exist: still does not, after
+  write(dir / "t.yaml", tiny_config(dir / "absent", 20));
+  auto r = run("train " + (dir / "t.yaml").string() + " --resume");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Matchers::Contains("--resume: no checkpoint in train.save_dir") &&
+                           Catch::Matchers::Contains("nothing was done"));
+  CHECK(!fs::exists(dir / "absent"));
+  // a save dir with other files (no checkpoint): the same files, and nothing else, after
+  fs::create_directories(dir / "other");
+  write(dir / "other" / "notes.txt", "kept\n");
+  write(dir / "t2.yaml", tiny_config(dir / "other", 20));
+  const auto before = listing(dir / "other");
+  r = run("train " + (dir / "t2.yaml").string() + " --resume");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Matchers::Contains("no checkpoint"));
+  CHECK(listing(dir / "other") == before);  // no spm.model, no cache/, no train.log
+  // only damaged checkpoints: refused the same way
+  write(dir / "other" / "ckpt.10.pt", "not a checkpoint");
+  r = run("train " + (dir / "t2.yaml").string() + " --resume");
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Matchers::Contains("no loadable checkpoint"));
+  CHECK(!fs::exists(dir / "other" / "spm.model"));
+  CHECK(!fs::exists(dir / "other" / "cache"));
   fs::remove_all(dir);
 }

@@ -1,0 +1,136 @@
+#include "serve/request.h"
+
+#include <cstdio>
+
+#include "util/text_io.h"
+
+namespace attnmt {
+namespace {
+
+using json = nlohmann::json;
+
+// A model by name (a number is a name too: `--model 100=FILE` answers OpenNMT-py clients, whose
+// default model id is 100), else a number by its index in --model order; null: the first model.
+size_t find_model(const std::vector<ModelChoice>& models, const json& id) {
+  if (id.is_null()) return 0;
+  if (!id.is_string() && !id.is_number_integer()) {
+    throw HttpError{400, "model id: expected a name or an index, got " + std::string(id.type_name())};
+  }
+  const std::string name = id.is_string() ? id.get<std::string>()
+                           : id.is_number_unsigned() ? std::to_string(id.get<uint64_t>())
+                                                     : std::to_string(id.get<int64_t>());
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (models[i].name == name) return i;
+  }
+  if (id.is_number_unsigned() && id.get<uint64_t>() < models.size()) return static_cast<size_t>(id.get<uint64_t>());
+  std::string names;
+  for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.name;
+  throw HttpError{404, "unknown model " + dump_json(id) + " (models: " + names + ")"};
+}
+
+void check_sentence(const std::string& text, size_t index, const RequestLimits& limits) {
+  if (text.size() > limits.max_sentence_bytes) {
+    throw HttpError{413, "sentence " + std::to_string(index) + " has " + std::to_string(text.size()) +
+                             " bytes (at most " + std::to_string(limits.max_sentence_bytes) + ")"};
+  }
+}
+
+void check_count(size_t sentences, const char* what, const RequestLimits& limits) {
+  if (sentences > limits.max_request_sentences) {
+    throw HttpError{413, std::string(what) + std::to_string(sentences) + " sentences in one request (at most " +
+                             std::to_string(limits.max_request_sentences) + ")"};
+  }
+}
+
+int int_field(const json& body, const char* key, int fallback, int low, int high) {
+  if (!body.contains(key)) return fallback;
+  const auto& v = body[key];
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() >= static_cast<uint64_t>(std::max(low, 0)) &&
+                                                     v.get<uint64_t>() <= static_cast<uint64_t>(std::max(high, 0))
+                        : v.is_number_integer() ? v.get<int64_t>() >= low && v.get<int64_t>() <= high
+                                                : false;
+  if (!in_range) {
+    throw HttpError{400, std::string(key) + ": expected an integer from " + std::to_string(low) + " to " +
+                             std::to_string(high) + ", got " + dump_json(v)};
+  }
+  return static_cast<int>(v.get<int64_t>());
+}
+
+}  // namespace
+
+json parse_json_body(const std::string& body) {
+  // RFC 8259 section 8.1: JSON text is UTF-8. Checked first, so that the message names the byte
+  // (the parser's own message would quote the bad bytes back, and they cannot be sent as JSON).
+  const size_t bad = find_invalid_utf8(body);
+  if (bad != std::string::npos) {
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02X", static_cast<unsigned char>(body[bad]));
+    throw HttpError{400, "the body is not UTF-8: byte " + std::to_string(bad) + " (" + byte +
+                             ") does not belong to a UTF-8 character"};
+  }
+  try {
+    return json::parse(body);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
+    throw HttpError{400, std::string("invalid JSON: ") + e.what()};
+  }
+}
+
+ModelRequest parse_v1_request(const json& body, const std::vector<ModelChoice>& models, const RequestLimits& limits) {
+  if (!body.is_object()) throw HttpError{400, "expected an object {\"text\": [...], ...}"};
+  for (const auto& [key, value] : body.items()) {
+    if (key != "model" && key != "text" && key != "beam_size" && key != "n_best" && key != "attention") {
+      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, beam_size, n_best, attention)"};
+    }
+  }
+  ModelRequest request;
+  request.model = find_model(models, body.contains("model") ? body["model"] : json());
+  const auto& model = models[request.model];
+  if (!body.contains("text") || !body["text"].is_array()) throw HttpError{400, "text: expected a list of strings"};
+  const auto& text = body["text"];
+  check_count(text.size(), "text: ", limits);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!text[i].is_string()) throw HttpError{400, "text[" + std::to_string(i) + "]: expected a string"};
+    request.sentences.push_back(text[i].get<std::string>());
+    request.positions.push_back(i);
+    check_sentence(request.sentences.back(), i, limits);
+  }
+  request.beam_size = int_field(body, "beam_size", model.beam_size, 1, limits.max_beam_size);
+  request.n_best = int_field(body, "n_best", std::min(model.n_best, request.beam_size), 1, request.beam_size);
+  if (body.contains("attention")) {
+    if (!body["attention"].is_boolean()) throw HttpError{400, "attention: expected true or false"};
+    request.attention = body["attention"].get<bool>();
+  }
+  return request;
+}
+
+std::vector<ModelRequest> parse_opennmt_request(const json& body, const std::vector<ModelChoice>& models,
+                                                const RequestLimits& limits) {
+  if (!body.is_array()) throw HttpError{400, "expected a list of {\"src\": ..., \"id\": ...} objects"};
+  check_count(body.size(), "", limits);
+  std::vector<ModelRequest> requests(models.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    const auto& e = body[i];
+    if (!e.is_object() || !e.contains("src") || !e["src"].is_string()) {
+      throw HttpError{400, "entry " + std::to_string(i) + ": expected {\"src\": \"text\", \"id\": model}"};
+    }
+    auto& r = requests[find_model(models, e.contains("id") ? e["id"] : json())];
+    r.sentences.push_back(e["src"].get<std::string>());
+    r.positions.push_back(i);
+    check_sentence(r.sentences.back(), i, limits);
+  }
+  std::vector<ModelRequest> used;
+  for (size_t m = 0; m < models.size(); ++m) {
+    if (requests[m].sentences.empty()) continue;
+    requests[m].model = m;
+    requests[m].beam_size = models[m].beam_size;
+    requests[m].n_best = models[m].n_best;
+    used.push_back(std::move(requests[m]));
+  }
+  return used;
+}
+
+std::string dump_json(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string error_json(const std::string& message) { return dump_json(json{{"error", message}}); }
+
+}  // namespace attnmt

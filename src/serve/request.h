@@ -1,0 +1,58 @@
+// What a client sends to `attnmt serve`, read and checked before anything is queued: the JSON
+// body (which must be UTF-8), the fields of POST /v1/translate and of OpenNMT-py's
+// /translator/translate, and the limits on sentences and beams. Every mistake of the client is an
+// HttpError with a 4xx status and one message naming the problem; a 5xx is never the client's.
+// No LibTorch and no HTTP library: the fuzz target tools/fuzz/fuzz_serve_request.cpp runs it alone.
+#pragma once
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "serve/http_error.h"
+
+namespace attnmt {
+
+struct RequestLimits {
+  size_t max_request_sentences = 1000;
+  size_t max_sentence_bytes = 4096;
+  int max_beam_size = 32;
+};
+
+// What the parser needs to know of a served model: its name and its default beam and n-best.
+struct ModelChoice {
+  std::string name;
+  int beam_size = 5;
+  int n_best = 1;
+};
+
+// One model's share of a request: its sentences, where they go in the answer, and the options.
+struct ModelRequest {
+  size_t model = 0;  // index into the served models
+  std::vector<std::string> sentences;
+  std::vector<size_t> positions;  // of each sentence in the request
+  int beam_size = 5;
+  int n_best = 1;
+  bool attention = false;
+};
+
+// The body as JSON: 400 naming the byte where it is not UTF-8, or where it is not JSON.
+nlohmann::json parse_json_body(const std::string& body);
+
+// POST /v1/translate: {"model"?, "text": [...], "beam_size"?, "n_best"?, "attention"?}.
+ModelRequest parse_v1_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
+                              const RequestLimits& limits);
+
+// POST /translator/translate: [{"src": "...", "id"?: model}, ...]; one ModelRequest per model named,
+// in --model order (none for an empty list).
+std::vector<ModelRequest> parse_opennmt_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
+                                                const RequestLimits& limits);
+
+// JSON text of `value` that never throws: bytes that are not UTF-8 (a path or a decoded sentence
+// can hold them) become U+FFFD.
+std::string dump_json(const nlohmann::json& value);
+
+// {"error": message}, as dump_json writes it.
+std::string error_json(const std::string& message);
+
+}  // namespace attnmt
