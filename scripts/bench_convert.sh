@@ -3,7 +3,8 @@
 # its own toolkit and by attnmt after `attnmt convert` (docs/convert.md, docs/performance.md).
 # test_2016_flickr (pre-encoded pieces, as the peers train on them), beam 5, whole process (model
 # loading included), THREADS threads (default 2), ROUNDS rounds (default 1) alternating the
-# programs. Per run: seconds, sentences/s, output words/s (of the detokenized output), BLEU; then
+# programs (attnmt also in bf16 and int8 on the OpenNMT-py model). Per run: seconds, sentences/s,
+# output words/s (of the detokenized output), BLEU; then
 # how many lines attnmt writes exactly as the toolkit does, and the ratios of words/s.
 #   scripts/bench_convert.sh ONMT_CKPT JOEY_DIR      (from ../shared/peers: PEERS_ROOT's runs)
 # Needs the peers (../shared/peers/README.md: OpenNMT-py and Joey NMT from source on Debian's
@@ -64,6 +65,7 @@ for r in $(seq 1 "$rounds"); do
   run attnmt_onmt_fp32 attnmt_translate --model "$out/onmt.pt"
   run onmt_int8 onmt -int8
   run attnmt_onmt_bf16 attnmt_translate --model "$out/onmt.pt" --precision bf16
+  run attnmt_onmt_int8 attnmt_translate --model "$out/onmt.pt" --precision int8
   run joey_fp32 joey
   run attnmt_joey_fp32 attnmt_translate --model "$out/joey.pt"
 done
@@ -79,7 +81,7 @@ table=$out/results.md
   echo "|---|---:|---:|---:|---:|---:|"
 } > "$table"
 declare -A words
-for name in onmt_fp32 attnmt_onmt_fp32 onmt_int8 attnmt_onmt_bf16 joey_fp32 attnmt_joey_fp32; do
+for name in onmt_fp32 attnmt_onmt_fp32 onmt_int8 attnmt_onmt_bf16 attnmt_onmt_int8 joey_fp32 attnmt_joey_fp32; do
   if [ -n "${failed[$name]:-}" ]; then echo "| $name | failed | | | | |" >> "$table"; continue; fi
   spm_decode --model="$spm" --input_format=piece < "$out/$name.hyp" > "$out/$name.detok"
   words[$name]=$(wc -w < "$out/$name.detok")
@@ -100,6 +102,9 @@ ratio() { [ -n "${failed[$1]:-}${failed[$2]:-}" ] && { echo "n/a"; return; }; aw
   echo
   echo "words/s ratios: attnmt/OpenNMT-py fp32 $(ratio attnmt_onmt_fp32 onmt_fp32);" \
        "attnmt bf16 / OpenNMT-py -int8 $(ratio attnmt_onmt_bf16 onmt_int8);" \
+       "attnmt int8 / OpenNMT-py fp32 $(ratio attnmt_onmt_int8 onmt_fp32);" \
+       "attnmt int8 / OpenNMT-py -int8 $(ratio attnmt_onmt_int8 onmt_int8);" \
+       "attnmt int8 / attnmt fp32 $(ratio attnmt_onmt_int8 attnmt_onmt_fp32);" \
        "attnmt/Joey NMT fp32 $(ratio attnmt_joey_fp32 joey_fp32)"
 } >> "$table"
 cat "$table"

@@ -20,6 +20,7 @@
 #include "eval/metrics.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
+#include "runtime/packed_linear.h"
 #include "util/cpu_kernels.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
@@ -135,6 +136,71 @@ json gemm_ceiling(const ModelArithmetic& arith, int64_t batch, torch::Dtype dtyp
   GemmShape square{"square_1024", false, 1024, 1024, 1024, 1, 1024};
   return {{"gflops", total_flops / total_seconds / 1e9}, {"square_1024_gflops", gemm_gflops(square, 1, dtype)},
           {"shapes", shapes}};
+}
+
+// Decoding's products: y = x W^T for one step's rows (a batch's sentences x beams), forward only,
+// as decoding runs them (runtime/packed_linear.h: oneDNN's packed fp32, or the int8 kernel).
+// GFLOP/s, median of 3 timings of >= 0.1 s each.
+double decode_gflops(int64_t m, int64_t k, int64_t n, ProductPrecision precision) {
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({m, k}), w = torch::randn({n, k}) * 0.1;
+  const PackedLinear linear(w, torch::Tensor(), precision);
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  std::vector<double> rates;
+  for (int rep = 0; rep < 3; ++rep) {
+    linear(x);  // warm-up (and the kernel's JIT)
+    int64_t iters = 0;
+    const auto start = Clock::now();
+    double seconds = 0;
+    do {
+      linear(x);
+      ++iters;
+      seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (seconds < 0.1);
+    rates.push_back(flops * static_cast<double>(iters) / seconds / 1e9);
+  }
+  return stats_of(rates).median;
+}
+
+// What a decoder step multiplies per row (every product after the encoder and the attention's
+// keys, which run once per sentence), and what the encoder does per sentence: FLOPs from the
+// model's arithmetic, per target token and per sentence.
+struct DecodeArithmetic {
+  double step_flops_per_row = 0, encoder_flops_per_sentence = 0;
+};
+bool per_sentence(const GemmShape& s) { return s.name.rfind("encoder.", 0) == 0 || s.name == "attention.keys"; }
+DecodeArithmetic decode_arithmetic(const ModelArithmetic& arith, int64_t batch, double tgt_len) {
+  DecodeArithmetic d;
+  for (const auto& s : arith.gemms) {
+    const double flops = s.flops() * s.calls_per_batch * static_cast<double>(s.batched ? batch : 1);
+    (per_sentence(s) ? d.encoder_flops_per_sentence : d.step_flops_per_row) += flops;
+  }
+  d.encoder_flops_per_sentence /= static_cast<double>(batch);
+  d.step_flops_per_row /= static_cast<double>(batch) * tgt_len;
+  return d;
+}
+
+// Decoding's ceiling: the step's products (the unbatched ones) at `rows` rows, fp32 and int8,
+// weighted by their FLOPs as gemm_ceiling weights the training shapes.
+json decode_ceiling(const ModelArithmetic& arith, int64_t rows) {
+  json out = {{"rows", rows}, {"shapes", json::array()}};
+  for (const auto& [name, precision] : {std::pair<std::string, ProductPrecision>{"fp32", ProductPrecision::kFp32},
+                                        {"int8", ProductPrecision::kInt8}}) {
+    double total_flops = 0, total_seconds = 0;
+    for (const auto& s : arith.gemms) {
+      if (s.batched || per_sentence(s)) continue;
+      const double rate = decode_gflops(rows, s.k, s.n, precision);
+      const double flops = s.flops() * s.calls_per_batch;
+      total_flops += flops;
+      total_seconds += flops / (rate * 1e9);
+      if (name == "fp32") out["shapes"].push_back({{"name", s.name}, {"k", s.k}, {"n", s.n}});
+      for (auto& shape : out["shapes"]) {
+        if (shape["name"] == s.name) shape[name + "_gflops"] = rate;
+      }
+    }
+    out[name] = {{"gflops", total_flops / total_seconds / 1e9}};
+  }
+  return out;
 }
 
 std::string str(double v, int decimals = 0) {
@@ -288,10 +354,16 @@ json run_bench(const BenchOptions& o) {
         struct Mode {
           std::string name;
           int beam, batch;
+          std::string precision;
         };
-        std::vector<Mode> modes = {{"greedy", 1, cfg.decode.batch_size},
-                                   {"beam", cfg.decode.beam_size, cfg.decode.batch_size}};
-        if (o.baseline) modes.push_back({"beam_one_sentence", cfg.decode.beam_size, 1});
+        std::vector<Mode> modes = {{"greedy", 1, cfg.decode.batch_size, cfg.decode.precision},
+                                   {"beam", cfg.decode.beam_size, cfg.decode.batch_size, cfg.decode.precision}};
+        // int8 beside the config's own precision: the same model, the same run (runtime/int8_gemm.h).
+        if (cfg.decode.precision != "int8") {
+          modes.push_back({"beam_int8", cfg.decode.beam_size, cfg.decode.batch_size, "int8"});
+        }
+        if (o.baseline) modes.push_back({"beam_one_sentence", cfg.decode.beam_size, 1, cfg.decode.precision});
+        const auto decode_arith = decode_arithmetic(arith, cfg.train.batch_size, lengths.tgt);
         for (const auto& mode : modes) {
           std::vector<double> whole, inner, whole_tok, inner_tok, rss;
           double bleu = -1;
@@ -304,7 +376,7 @@ json run_bench(const BenchOptions& o) {
             const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
             auto child = run_attnmt({"translate", "--model", model_dir, "--input", src, "--output", hyp,
                                     "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
-                                    "--threads", std::to_string(threads), "--precision", cfg.decode.precision,
+                                    "--threads", std::to_string(threads), "--precision", mode.precision,
                                     "--packed-weights", cfg.decode.packed_weights ? "true" : "false",
                                     "--workers", std::to_string(cfg.decode.workers), "--shortlist",
                                     cfg.decode.shortlist ? "true" : "false", "--stats", stats_file},
@@ -321,13 +393,28 @@ json run_bench(const BenchOptions& o) {
             packed_weights = stats.value("packed_weights", false);
             if (r == 0 && !refs.empty()) bleu = corpus_bleu(read_lines(hyp), refs).score;
           }
-          run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch},
+          // Achieved GFLOP/s while translating: every step's products for each of the beam's rows
+          // (counted per output token: rows that end early are not subtracted) and the encoder's.
+          const double achieved = (decode_arith.step_flops_per_row * mode.beam * stats_of(inner_tok).median +
+                                   decode_arith.encoder_flops_per_sentence * stats_of(inner).median) / 1e9;
+          run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch}, {"precision", mode.precision},
+                                      {"achieved_gflops", achieved},
                                       {"sentences_per_sec_process", to_json(stats_of(whole))},
                                       {"tokens_per_sec_process", to_json(stats_of(whole_tok))},
                                       {"sentences_per_sec_translate", to_json(stats_of(inner))},
                                       {"tokens_per_sec_translate", to_json(stats_of(inner_tok))},
                                       {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu},
                                       {"cpu_allocator", allocator}, {"packed_weights", packed_weights}};
+        }
+        if (o.gemm) {
+          phase("decoding's GEMM ceiling");
+          const auto rows = static_cast<int64_t>(cfg.decode.batch_size) * cfg.decode.beam_size;
+          run["decode_ceiling"] = decode_ceiling(arith, rows);
+          for (auto& [mode, d] : run["decode"].items()) {
+            const std::string of = d["precision"] == "int8" ? "int8" : "fp32";
+            d["utilisation"] = d["achieved_gflops"].get<double>() / run["decode_ceiling"][of]["gflops"].get<double>();
+            d["utilisation_of"] = of;
+          }
         }
         run["decode_model"] = model_dir;
       } else if (o.decode) {
@@ -358,9 +445,9 @@ std::string bench_table(const json& results) {
   for (const auto& g : gemms) out += (g == *gemms.begin() ? "; fp32 products: " : ", ") + g;
   out += "; OMP_WAIT_POLICY=" + m["omp_wait_policy"].get<std::string>() + "\n\n";
   out += "| config | threads | train tgt tok/s | train peak RSS MiB | MFLOP/tok | achieved GFLOP/s | ceiling GFLOP/s "
-         "(fp32 / bf16) | utilisation | greedy sent/s | beam sent/s | beam 1-at-a-time sent/s | decode peak RSS MiB "
-         "| BLEU greedy / beam |\n";
-  out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+         "(fp32 / bf16) | utilisation | greedy sent/s | beam sent/s | beam int8 sent/s | beam GFLOP/s (share of the "
+         "decode ceiling), fp32 / int8 | beam 1-at-a-time sent/s | decode peak RSS MiB | BLEU greedy / beam / int8 |\n";
+  out += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results["runs"]) {
     out += "| " + r["name"].get<std::string>() + (r["precision"] == "bf16" ? " (bf16)" : "") +
            (r.value("shortlist", false) ? " (shortlist)" : "") + " | " +
@@ -385,13 +472,21 @@ std::string bench_table(const json& results) {
                : "– | ";
     if (r.contains("decode")) {
       const auto& d = r["decode"];
+      const bool int8 = d.contains("beam_int8");
       out += fig(d["greedy"]["sentences_per_sec_process"]) + " | " + fig(d["beam"]["sentences_per_sec_process"]) + " | ";
+      out += int8 ? fig(d["beam_int8"]["sentences_per_sec_process"]) + " | " : "– | ";
+      auto gflops = [](const json& m) {
+        return str(m["achieved_gflops"].get<double>(), 1) +
+               (m.contains("utilisation") ? " (" + str(100 * m["utilisation"].get<double>()) + "%)" : "");
+      };
+      out += gflops(d["beam"]) + (int8 ? " / " + gflops(d["beam_int8"]) : "") + " | ";
       out += d.contains("beam_one_sentence") ? fig(d["beam_one_sentence"]["sentences_per_sec_process"], 1) + " | " : "– | ";
       double rss = 0;
       for (const auto& [k, v] : d.items()) rss = std::max(rss, v["peak_rss_mib"].get<double>());
-      out += str(rss) + " | " + str(d["greedy"]["bleu"].get<double>(), 2) + " / " + str(d["beam"]["bleu"].get<double>(), 2) + " |\n";
+      out += str(rss) + " | " + str(d["greedy"]["bleu"].get<double>(), 2) + " / " + str(d["beam"]["bleu"].get<double>(), 2) +
+             (int8 ? " / " + str(d["beam_int8"]["bleu"].get<double>(), 2) : "") + " |\n";
     } else {
-      out += "– | – | – | – | – |\n";
+      out += "– | – | – | – | – | – | – |\n";
     }
   }
   out += "\nFigures: median (min–max) of the windows / runs. Decoding sentences/s are for the whole process "

@@ -1,5 +1,6 @@
 // attnmt serve --model [NAME=]MODEL [--model ...] [--host H] [--port P] [--max-batch-sentences N]
-//              [--max-wait-ms M] [--workers W] [--max-queue N] [--timeout S] [--set decode.key=value ...]
+//              [--max-wait-ms M] [--workers W] [--max-queue N] [--timeout S] [--api-key KEY | --api-key-file F]
+//              [--cors ORIGIN] [--set decode.key=value ...]
 // Trained models behind HTTP + JSON with dynamic batching (serve/server.h for the endpoints).
 #include <filesystem>
 #include <memory>
@@ -28,6 +29,7 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
     size_t max_batch = 0, max_queue = 2048, max_request = 1000, max_body = 1 << 20;
     int max_wait_ms = 10, workers = 0;
     double timeout = 60;
+    std::string api_key, api_key_file, cors;
   };
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("serve", "Serve models over HTTP + JSON, with dynamic batching");
@@ -54,6 +56,14 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--timeout", o->timeout, "Seconds a request may wait for its translations; then 504 (default 60)")
       ->check(CLI::Range(0.001, 86400.0));
+  auto* key = cmd->add_option("--api-key", o->api_key,
+                              "Require `Authorization: Bearer KEY` on every endpoint but /health and the page "
+                              "(default: none; visible in `ps`: prefer --api-key-file)");
+  cmd->add_option("--api-key-file", o->api_key_file, "--api-key, read from the first line of this file")
+      ->excludes(key);
+  cmd->add_option("--cors", o->cors,
+                  "Let a web page from ORIGIN (e.g. https://example.org, or *) call the API from a browser "
+                  "(default: no CORS headers)");
   const auto settings = add_decode_flags(
       cmd, {{"--beam-size", "decode.beam_size", "Default beam size (a request may ask for another)"},
             {"--n-best", "decode.n_best", "Default n-best"},
@@ -95,6 +105,9 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
     options.max_request_sentences = o->max_request;
     options.max_body_bytes = o->max_body;
     options.request_timeout_s = o->timeout;
+    if (!o->api_key.empty()) validate_api_key(o->api_key);
+    options.access.api_key = o->api_key_file.empty() ? o->api_key : read_api_key_file(o->api_key_file);
+    options.access.cors_origin = o->cors;
     serve(served, options);
 #else
     throw InputError("serve: this attnmt was built without cpp-httplib (Debian: libcpp-httplib-dev)");

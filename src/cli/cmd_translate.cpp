@@ -1,6 +1,6 @@
 // attnmt translate --model MODEL [--model MODEL2 ... [--weights W1,W2,...]] [--input FILE] [--output FILE]
 //                  [--prefix FILE] [--constraints FILE] [--scores FILE] [--set decode.key=value ...]
-//                  [--beam-size N] [--n-best N] [--batch-size N] [--workers N] [--precision fp32|bf16]
+//                  [--beam-size N] [--n-best N] [--batch-size N] [--workers N] [--precision fp32|bf16|int8]
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
 //                  [--search-rules attnmt|opennmt|joeynmt] [--ban-unk true|false]
@@ -23,6 +23,7 @@
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
 #include "runtime/huge_pages.h"
+#include "util/decode_phases.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
 #include "util/logging.h"
@@ -153,6 +154,29 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
   }
 }
 
+// translate --profile: each phase's seconds and share of the translating time.
+nlohmann::json phases_json(double seconds) {
+  nlohmann::json j = nlohmann::json::object();
+  const auto split = decode_phase_seconds();
+  double counted = 0;
+  for (size_t i = 0; i < kDecodePhases; ++i) {
+    j[decode_phase_name(static_cast<DecodePhase>(i))] = split[i];
+    counted += split[i];
+  }
+  j["other"] = std::max(0.0, seconds - counted);
+  return j;
+}
+
+void log_phases(double seconds) {
+  std::string line;
+  const auto phases = phases_json(seconds);
+  for (const auto& [name, s] : phases.items()) {
+    line += fmt::format("{}{} {:.3f} s ({:.0f}%)", line.empty() ? "" : ", ", name, s.get<double>(),
+                        seconds > 0 ? 100 * s.get<double>() / seconds : 0.0);
+  }
+  spdlog::info("[translate] phases of {:.3f} s: {}", seconds, line);
+}
+
 }  // namespace
 
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
@@ -160,7 +184,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
     std::vector<std::string> models;
     std::vector<double> weights;
     std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores, delays;
-    bool streaming = false;
+    bool streaming = false, profile = false;
     int lookahead = 0;
   };
   auto o = std::make_shared<Options>();
@@ -183,6 +207,9 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                   "Write 'line<TAB>log-probability<TAB>score' per output: log P(Y|X) and its length-normalised score");
   cmd->add_option("--stats", o->stats,
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
+  cmd->add_flag("--profile", o->profile,
+               "Split the translating time into phases (tokenize, encoder, attention, recurrent, output, search): "
+               "logged, and in --stats");
   cmd->add_flag("--streaming", o->streaming,
                "Simultaneous decoding: read the source token by token, write as soon as the monotonic head allows "
                "(monotonic/chunkwise models; greedy); logs the average lagging");
@@ -200,7 +227,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
             {"--max-length-ratio", "decode.max_length_ratio", "Max output/input length"},
             {"--threads", "threads", "Threads (0 = all cores)"},
             {"--workers", "decode.workers", "Batches decoded at once, a thread each (0 = one per thread on CPU)"},
-            {"--precision", "decode.precision", "fp32 | bf16: the encoder's and decoder step's products in bfloat16"},
+            {"--precision", "decode.precision", "fp32 | bf16 | int8: the encoder's and decoder step's products in bfloat16 or int8"},
             {"--packed-weights", "decode.packed_weights",
              "true | false: the encoder's and decoder step's products on weights packed for oneDNN"},
             {"--gemm", "gemm", "auto | onednn | blas: what runs fp32 matrix products"},
@@ -283,11 +310,13 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                    options.search.return_attention ? " (attention output: the first model's, " + loaded.checkpoint + ")" : "");
     }
     StepModel& step_model = ensemble ? static_cast<StepModel&>(*ensemble) : *step_models.front();
+    enable_decode_phases(o->profile);
     const auto start = std::chrono::steady_clock::now();
     auto results = translate_lines(step_model, loaded.tokenizers, lines, options, guides);
     warn_unmet_constraints(results);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+    if (o->profile) log_phases(seconds);
     const auto text = format_translations(results, options.search.n_best);
     if (o->output.empty() || o->output == "-") {
       std::fwrite(text.data(), 1, text.size(), stdout);
@@ -302,10 +331,11 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       j.update({{"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
                 {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
                 {"malloc", malloc_description()}, {"packed_weights", step_models.front()->packed()},
-                {"models", members.size()},
+                {"precision", step_models.front()->precision()}, {"models", members.size()},
                 {"device", step_model.device().str()},
                 {"gemm", gemm_description(step_model.device().is_cpu())}, {"shortlist", dc.shortlist},
                 {"shortlist_mean_size", step_models.front()->mean_shortlist_size()}});
+      if (o->profile) j["phases"] = phases_json(seconds);
       write_file_atomic(o->stats, j.dump() + "\n");
     }
   });

@@ -26,5 +26,6 @@ void add_average_command(CLI::App& app, const GlobalOptions& global);
 void add_config_command(CLI::App& app, const GlobalOptions& global);
 void add_serve_command(CLI::App& app, const GlobalOptions& global);
 void add_convert_command(CLI::App& app, const GlobalOptions& global);
+void add_export_command(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace attnmt::cli

@@ -45,6 +45,7 @@ int run(int argc, char** argv) {
   cli::add_config_command(app, global);
   cli::add_serve_command(app, global);
   cli::add_convert_command(app, global);
+  cli::add_export_command(app, global);
 
   try {
     app.parse(argc, argv);

@@ -919,6 +919,10 @@ void validate_config(const Config& c) {
                "train.min_learning_rate", ">= 0", t.min_learning_rate);
   check_int(t.valid_every > 0, "train.valid_every", "> 0", t.valid_every);
   check_one_of(t.valid_metric, "train.valid_metric", {"bleu", "ppl"});
+  if (t.precision == "int8") {
+    throw InputError("train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision "
+                     "int8); training takes fp32 or bf16");
+  }
   check_one_of(t.precision, "train.precision", {"fp32", "bf16"});
   check_int(t.replicas >= 0, "train.replicas", ">= 0 (0 = one per thread on a CPU)", t.replicas);
   check_int(t.valid_beam_size >= 1, "train.valid_beam_size", ">= 1", t.valid_beam_size);
@@ -928,7 +932,7 @@ void validate_config(const Config& c) {
 
   const DecodeConfig& d = c.decode;
   check_int(d.workers >= 0, "decode.workers", ">= 0 (0 = one per thread on a CPU)", d.workers);
-  check_one_of(d.precision, "decode.precision", {"fp32", "bf16"});
+  check_one_of(d.precision, "decode.precision", {"fp32", "bf16", "int8"});
   check_int(d.beam_size >= 1, "decode.beam_size", ">= 1", d.beam_size);
   check_double(d.length_penalty >= 0 && std::isfinite(d.length_penalty), "decode.length_penalty",
                ">= 0", d.length_penalty);

@@ -6,7 +6,9 @@
 
 #include "data/lexicon.h"
 #include "data/tokenizer.h"
+#include "runtime/int8_gemm.h"
 #include "util/cpu_kernels.h"
+#include "util/decode_phases.h"
 #include "util/error.h"
 
 namespace attnmt {
@@ -32,9 +34,30 @@ bool bf16_products(const std::string& precision, const Seq2Seq& model) {
   return false;
 }
 
+// decode.precision: int8 (runtime/int8_gemm.h): every product of the encoder's LSTM, the decoder
+// step and the output layer on int8 weights, whether or not the weights are packed for oneDNN.
+ExecutionMode int8_mode(const Seq2Seq& model) {
+  for (const auto& p : model->parameters()) {
+    if (!p.device().is_cpu()) {
+      throw InputError("decode.precision: int8 runs on the CPU only (the model is on " + p.device().str() +
+                       "): use fp32 or bf16 there");
+    }
+    break;
+  }
+  if (!int8_kernel_avx2()) {
+    static std::once_flag said;
+    std::call_once(said, [] {
+      spdlog::warn("[decode] decode.precision: int8: this CPU has no AVX2: the int8 products run in a portable loop, "
+                   "slower than fp32");
+    });
+  }
+  return ExecutionMode::packed(ProductPrecision::kInt8);
+}
+
 ExecutionMode decoding_mode(const std::string& precision, bool packed_weights, const Seq2Seq& model) {
-  const bool bf16 = bf16_products(precision, model);
-  return packed_weights ? ExecutionMode::packed(bf16) : ExecutionMode{ExecutionMode::kLibTorch, bf16};
+  if (precision == "int8") return int8_mode(model);
+  const auto type = bf16_products(precision, model) ? ProductPrecision::kBf16 : ProductPrecision::kFp32;
+  return packed_weights ? ExecutionMode::packed(type) : ExecutionMode{ExecutionMode::kLibTorch, type};
 }
 
 struct Seq2SeqSearchState : SearchState {
@@ -73,6 +96,7 @@ Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, 
     : model_(model, decoding_mode(precision, packed_weights, model)) {}  // (copies of one module)
 
 std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, const torch::Tensor& lengths) {
+  PhaseScope phase(DecodePhase::kEncoder);
   auto enc = model_.encode(src, lengths);
   auto s = std::make_unique<Seq2SeqSearchState>();
   s->memory = std::move(enc.memory);
@@ -99,6 +123,15 @@ double Seq2SeqStepModel::mean_shortlist_size() const {
   return batches > 0 ? static_cast<double>(shortlist_rows_) / static_cast<double>(batches) : 0.0;
 }
 
+std::string Seq2SeqStepModel::precision() const {
+  switch (model_.precision()) {
+    case ProductPrecision::kBf16: return "bf16";
+    case ProductPrecision::kInt8: return "int8";
+    case ProductPrecision::kFp32: break;
+  }
+  return "fp32";
+}
+
 void Seq2SeqStepModel::use_shortlist(std::shared_ptr<const Lexicon> lexicon, int first, int best) {
   const auto& v = model_.vocab();
   if (!lexicon) throw InputError("decode.shortlist: the model has no lexicon (build one: attnmt lexicon --model MODEL)");
@@ -115,7 +148,11 @@ void Seq2SeqStepModel::use_shortlist(std::shared_ptr<const Lexicon> lexicon, int
 StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
   auto& s = static_cast<Seq2SeqSearchState&>(state);
   StepResult r;
-  auto hidden = model_.step_hidden(prev_tokens, s.memory, s.state, s.t, want_attention ? &r.attention : nullptr);
+  auto hidden = [&] {
+    PhaseScope phase(DecodePhase::kRecurrent);
+    return model_.step_hidden(prev_tokens, s.memory, s.state, s.t, want_attention ? &r.attention : nullptr);
+  }();
+  PhaseScope phase(DecodePhase::kOutput);
   if (s.vocabulary.defined()) {
     r.logits = (*s.output)(hidden);
     r.vocabulary = s.vocabulary;

@@ -24,10 +24,14 @@ class Seq2SeqStepModel : public StepModel {
   // precision (decode.precision): fp32, or bf16 = those products in bfloat16 (fp32 accumulation);
   // without packed weights, bf16 is the output layer's product alone, from a bfloat16 copy of its
   // weight. The softmax is fp32 either way. CPU only (else fp32), and only a CPU with native bf16
-  // products (util/cpu_kernels.h): elsewhere fp32, with a warning once per process.
+  // products (util/cpu_kernels.h): elsewhere fp32, with a warning once per process. int8: those
+  // products on int8 weights (runtime/int8_gemm.h), packed whatever packed_weights says; the CPU
+  // only (InputError elsewhere).
   explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
   // Whether the products run on packed weights.
   bool packed() const { return model_.packed(); }
+  // What the products run in: "fp32", "bf16" or "int8" (after the CPU's fallbacks).
+  std::string precision() const;
   // decode.shortlist: from now on, each batch's output layer covers only
   // lexicon->shortlist(its source ids, first, best, {eos, unk}) (data/lexicon.h), and the steps'
   // logits say which tokens their columns are (StepResult::vocabulary). InputError when there is no

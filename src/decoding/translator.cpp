@@ -14,6 +14,7 @@
 #include "decoding/constraints.h"
 #include "decoding/mbr.h"
 #include "parallel/workers.h"
+#include "util/decode_phases.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/progress.h"
@@ -123,7 +124,10 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   const auto device = model.device();
   const int64_t pad = Tokenizer::kPad;
   const int64_t eos = Tokenizer::kEos;
-  const auto encoded = encode_sources(*tokenizers.src, lines, options.max_source_tokens);
+  const auto encoded = [&] {
+    PhaseScope phase(DecodePhase::kTokenize);
+    return encode_sources(*tokenizers.src, lines, options.max_source_tokens);
+  }();
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!encoded[i].empty()) order.push_back(i);
@@ -145,6 +149,10 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   for (auto& r : results) r.emplace_back();  // empty line -> one empty translation
   const size_t batches = (order.size() + options.batch_size - 1) / static_cast<size_t>(options.batch_size);
   auto decode_batch = [&](size_t index) {
+    // Everything here not in a phase of its own (util/decode_phases.h) is the search's; the batch's
+    // tensors and the output's text are tokenizing's.
+    PhaseScope search_phase(DecodePhase::kSearch);
+    std::optional<PhaseScope> tokenize_phase(std::in_place, DecodePhase::kTokenize);
     const size_t start = index * static_cast<size_t>(options.batch_size);
     const size_t end = std::min(order.size(), start + static_cast<size_t>(options.batch_size));
     const int64_t B = static_cast<int64_t>(end - start);
@@ -161,7 +169,9 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     }
     Guides sentence_guides;
     for (int64_t b = 0; b < B; ++b) sentence_guides.push_back(sentence_guide(order[start + b]));
+    tokenize_phase.reset();
     auto nbest = attnmt::search(model, src.to(device), lengths.to(device), search, sentence_guides);
+    tokenize_phase.emplace(DecodePhase::kTokenize);
     for (int64_t b = 0; b < B; ++b) {
       const size_t line = order[start + b];
       auto& out = results[line];

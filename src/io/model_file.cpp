@@ -9,6 +9,7 @@
 
 #include "config/loader.h"
 #include "data/lexicon.h"
+#include "runtime/int8_gemm.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -46,6 +47,72 @@ void load_archive(torch::serialize::InputArchive& archive, const std::string& pa
 
 // Opaque bytes (a SentencePiece model, a lexicon) as a uint8 tensor: stored as a record of its own,
 // read without conversion.
+// `attnmt export --precision int8`: the parameters and buffers by position ("p<i>", "b<i>": an
+// archive's keys must be identifiers, parameter names have dots); a matrix as "q<i>" (int8) and
+// "s<i>" (its rows' scales), the quantisation decode.precision: int8 makes (runtime/int8_gemm.h),
+// so that decoding the file in int8 quantises it back to the same values.
+torch::serialize::OutputArchive int8_archive(Seq2Seq& model) {
+  torch::NoGradGuard no_grad;
+  torch::serialize::OutputArchive out;
+  const auto parameters = model->parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const auto w = parameters[i].detach().contiguous();
+    if (w.dim() != 2 || w.scalar_type() != torch::kFloat || w.numel() == 0) {
+      out.write("p" + std::to_string(i), w);
+      continue;
+    }
+    const Int8Matrix matrix(w.data_ptr<float>(), nullptr, w.size(0), w.size(1));
+    auto q = torch::empty(w.sizes(), torch::kChar);
+    auto s = torch::empty({w.size(0)}, torch::kFloat);
+    auto* qp = q.data_ptr<int8_t>();
+    for (int64_t r = 0; r < w.size(0); ++r) {
+      s[r] = matrix.scale(r);
+      for (int64_t c = 0; c < w.size(1); ++c) qp[r * w.size(1) + c] = matrix.value(r, c);
+    }
+    out.write("q" + std::to_string(i), q);
+    out.write("s" + std::to_string(i), s);
+  }
+  const auto buffers = model->buffers();
+  for (size_t i = 0; i < buffers.size(); ++i) out.write("b" + std::to_string(i), buffers[i], /*is_buffer=*/true);
+  return out;
+}
+
+void load_int8_archive(torch::serialize::InputArchive& in, Seq2Seq& model, const std::string& path) {
+  torch::NoGradGuard no_grad;
+  const auto fill = [&](torch::Tensor target, const torch::Tensor& value, const std::string& what) {
+    if (value.sizes() != target.sizes()) {
+      throw InputError("checkpoint '" + path + "': int8 weight " + what + " does not match the model");
+    }
+    target.copy_(value);
+  };
+  const auto parameters = model->parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const auto n = std::to_string(i);
+    torch::Tensor q, s, p;
+    if (in.try_read("q" + n, q)) {
+      in.read("s" + n, s);
+      if (q.scalar_type() != torch::kChar || q.dim() != 2 || s.dim() != 1 || s.size(0) != q.size(0)) {
+        throw InputError("checkpoint '" + path + "': int8 weight " + n + " is malformed");
+      }
+      fill(parameters[i], q.to(torch::kFloat) * s.to(torch::kFloat).unsqueeze(1), n);
+    } else {
+      in.read("p" + n, p);
+      fill(parameters[i], p, n);
+    }
+  }
+  const auto buffers = model->buffers();
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    torch::Tensor b;
+    in.read("b" + std::to_string(i), b, /*is_buffer=*/true);
+    fill(buffers[i], b, "buffer " + std::to_string(i));
+  }
+  torch::Tensor extra;
+  if (in.try_read("p" + std::to_string(parameters.size()), extra) ||
+      in.try_read("q" + std::to_string(parameters.size()), extra)) {
+    throw InputError("checkpoint '" + path + "': more int8 weights than the model has parameters");
+  }
+}
+
 torch::Tensor bytes_tensor(const std::string& bytes) {
   auto t = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(t.data_ptr<uint8_t>()));
@@ -77,7 +144,7 @@ torch::Device parse_device(const std::string& device) {
 
 void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
                      torch::optim::Optimizer* optimizer, const TrainingProgress& p, const ModelAssets& assets,
-                     const std::vector<torch::Tensor>* trained_weights) {
+                     const std::vector<torch::Tensor>* trained_weights, bool int8_weights) {
   if (!assets.tokenizers.src || !assets.tokenizers.tgt) throw RuntimeError("save_checkpoint: no tokenizers given");
   torch::serialize::OutputArchive archive;
   archive.write("format_version", c10::IValue(kModelFormat));
@@ -104,9 +171,14 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
   archive.write("tokenizer.src", bytes_tensor(assets.tokenizers.src->serialized()), /*is_buffer=*/true);
   if (!shared) archive.write("tokenizer.tgt", bytes_tensor(assets.tokenizers.tgt->serialized()), /*is_buffer=*/true);
   if (assets.lexicon) archive.write("lexicon", bytes_tensor(lexicon_bytes(*assets.lexicon)), /*is_buffer=*/true);
-  torch::serialize::OutputArchive model_archive;
-  model->save(model_archive);
-  archive.write("model", model_archive);
+  if (int8_weights) {
+    auto int8_model = int8_archive(model);
+    archive.write("model_int8", int8_model);
+  } else {
+    torch::serialize::OutputArchive model_archive;
+    model->save(model_archive);
+    archive.write("model", model_archive);
+  }
   if (optimizer) {
     torch::serialize::OutputArchive optim_archive;
     optimizer->save(optim_archive);
@@ -219,8 +291,12 @@ void CheckpointFile::load_state(Seq2Seq& model, torch::optim::Optimizer* optimiz
   const auto& path = path_;
   try {
     torch::serialize::InputArchive model_archive;
-    archive.read("model", model_archive);
-    model->load(model_archive);
+    if (archive.try_read("model_int8", model_archive)) {
+      load_int8_archive(model_archive, model, path);
+    } else {
+      archive.read("model", model_archive);
+      model->load(model_archive);
+    }
     if (optimizer) {
       torch::serialize::InputArchive optim_archive;
       if (!archive.try_read("optimizer", optim_archive)) {

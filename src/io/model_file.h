@@ -63,11 +63,14 @@ struct ModelAssets {
 
 // Writes a checkpoint atomically, streamed to disk (without optimizer state when `optimizer` is
 // null). `trained_weights` (train.ema_decay: `model` then holds the averages) are the weights
-// training goes on from, in the order of model->parameters(). RuntimeError (naming the path) if it
-// cannot be written; the previous file at `path` stays intact.
+// training goes on from, in the order of model->parameters(). int8_weights (`attnmt export
+// --precision int8`): every matrix (weights, embeddings) stored as int8 with a scale per row, as
+// decode.precision: int8 quantises it (runtime/int8_gemm.h), the rest in fp32: a file ~4x
+// smaller that loads as those values dequantised. RuntimeError (naming the path) if it cannot be
+// written; the previous file at `path` stays intact.
 void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& model,
                      torch::optim::Optimizer* optimizer, const TrainingProgress& progress, const ModelAssets& assets,
-                     const std::vector<torch::Tensor>* trained_weights = nullptr);
+                     const std::vector<torch::Tensor>* trained_weights = nullptr, bool int8_weights = false);
 
 struct CheckpointContents {
   int64_t format = kModelFormat;

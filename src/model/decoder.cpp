@@ -2,10 +2,22 @@
 #include "runtime/random.h"
 
 #include "attention/registry.h"
+#include "util/decode_phases.h"
 
 namespace attnmt {
 
 namespace F = torch::nn::functional;
+
+namespace {
+
+// The attention's step, timed apart from the rest of the step (util/decode_phases.h).
+AttentionOutput attend(Attention& attention, const torch::Tensor& query, const AttentionMemory& memory,
+                       const AttentionState& state, int64_t t) {
+  PhaseScope phase(DecodePhase::kAttention);
+  return attention.forward(query, memory, state, t);
+}
+
+}  // namespace
 
 DecoderStepState DecoderStepState::index_select(const torch::Tensor& index) const {
   DecoderStepState out;
@@ -128,14 +140,14 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tenso
   torch::Tensor out;
   if (luong_) {
     auto s = rnn_->step(gates_t, state.feed, state.rnn, products.rnn);  // s_t [N, H]
-    auto att = attention_->forward(s, memory, state.attention, t);
+    auto att = attend(*attention_, s, memory, state.attention, t);
     state.attention = std::move(att.state);
     auto input = intra_ ? torch::cat({att.context, intra_context(s, state), s}, 1) : torch::cat({att.context, s}, 1);
     out = stream_dropout(combine_activation(combine(input)), config_.decoder.dropout, is_training());  // h~_t
     if (state.feed.defined()) state.feed = out;
     if (weights) *weights = att.weights;
   } else {
-    auto att = attention_->forward(state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}
+    auto att = attend(*attention_, state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}
     state.attention = std::move(att.state);
     auto s = rnn_->step(gates_t, att.context, state.rnn, products.rnn);
     auto input = intra_ ? torch::cat({s, att.context, intra_context(s, state), embedded_t}, 1)

@@ -47,7 +47,8 @@ class Bf16CopyProduct : public Product {
 
 class PackedProduct : public Product {
  public:
-  PackedProduct(const torch::Tensor& weight, const torch::Tensor& bias, bool bf16) : linear_(weight, bias, bf16) {}
+  PackedProduct(const torch::Tensor& weight, const torch::Tensor& bias, ProductPrecision precision)
+      : linear_(weight, bias, precision) {}
   torch::Tensor operator()(const torch::Tensor& x, const torch::Tensor& add) const override {
     auto y = linear_(x);
     return add.defined() ? y.add_(add) : y;
@@ -70,8 +71,9 @@ class StepWeightProduct : public Product {
 }  // namespace
 
 std::unique_ptr<Product> make_product(const torch::Tensor& weight, const torch::Tensor& bias, ExecutionMode mode) {
-  if (mode.kind == ExecutionMode::kPacked) return std::make_unique<PackedProduct>(weight, bias, mode.bf16);
-  if (mode.bf16) return std::make_unique<Bf16CopyProduct>(weight, bias);
+  if (mode.kind == ExecutionMode::kPacked) return std::make_unique<PackedProduct>(weight, bias, mode.precision);
+  TORCH_CHECK(mode.precision != ProductPrecision::kInt8, "int8 products run on packed weights only");
+  if (mode.bf16()) return std::make_unique<Bf16CopyProduct>(weight, bias);
   return std::make_unique<LibTorchProduct>(weight, bias);
 }
 

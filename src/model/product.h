@@ -4,14 +4,16 @@
 //   ExecutionMode::libtorch  LibTorch's products on the module's weights (training without
 //                            gradients, validation, decoding without packed weights); with bf16,
 //                            from a bfloat16 copy of the weight (fp32 result);
-//   ExecutionMode::packed    weights packed once for oneDNN (runtime/packed_linear.h), fp32 or
-//                            bf16 operands (decoding);
+//   ExecutionMode::packed    weights packed once (runtime/packed_linear.h): for oneDNN in fp32
+//                            or bf16, or quantised for the int8 kernel (decoding);
 //   training with gradients  StepWeight (runtime/step_weight.h): the weight's gradient deferred to
 //                            products over many steps' rows, made afresh for each forward pass.
 #pragma once
 #include <torch/torch.h>
 
 #include <memory>
+
+#include "runtime/packed_linear.h"
 
 namespace attnmt {
 
@@ -24,10 +26,12 @@ class Product {
 
 struct ExecutionMode {
   enum Kind { kLibTorch, kPacked } kind = kLibTorch;
-  bool bf16 = false;  // products in bfloat16 (fp32 accumulation and result)
+  // bf16: products in bfloat16 (fp32 accumulation and result); int8: packed only.
+  ProductPrecision precision = ProductPrecision::kFp32;
 
+  bool bf16() const { return precision == ProductPrecision::kBf16; }
   static ExecutionMode libtorch() { return {}; }
-  static ExecutionMode packed(bool bf16) { return {kPacked, bf16}; }
+  static ExecutionMode packed(ProductPrecision precision) { return {kPacked, precision}; }
 };
 
 // weight [Out, In], bias [Out] or undefined. kPacked falls back to LibTorch's product where oneDNN
@@ -38,7 +42,7 @@ std::unique_ptr<Product> make_product(const torch::Tensor& weight, const torch::
 // recorded, else LibTorch's. One per forward pass.
 std::unique_ptr<Product> make_training_product(const torch::Tensor& weight, const torch::Tensor& bias);
 
-// Whether the product runs on weights packed for oneDNN.
+// Whether the product runs on packed weights (for oneDNN, or int8).
 bool is_packed(const Product& product);
 
 }  // namespace attnmt

@@ -121,11 +121,20 @@ Seq2SeqProducts Seq2SeqImpl::products(ExecutionMode mode) const {
 
 DecodingSeq2Seq::DecodingSeq2Seq(Seq2Seq model, ExecutionMode mode) : model_(std::move(model)) {
   const bool cpu = device().is_cpu();
-  mode_ = {ExecutionMode::kLibTorch, mode.bf16 && cpu};
+  if (mode.precision == ProductPrecision::kInt8) {
+    // attnmt's own kernel (runtime/int8_gemm.h): packed whatever the build's oneDNN; the caller
+    // refuses int8 off the CPU (decoding/seq2seq_step_model.cpp).
+    TORCH_CHECK(cpu, "decode.precision: int8 runs on the CPU only");
+    mode_ = ExecutionMode::packed(ProductPrecision::kInt8);
+    products_ = model_->products(mode_);
+    return;
+  }
+  const auto precision = mode.bf16() && cpu ? ProductPrecision::kBf16 : ProductPrecision::kFp32;
+  mode_ = {ExecutionMode::kLibTorch, precision};
   if (mode.kind == ExecutionMode::kPacked && cpu && packed_linear_available()) {
-    products_ = model_->products(ExecutionMode::packed(mode.bf16));
+    products_ = model_->products(ExecutionMode::packed(precision));
     if (is_packed(*products_.output)) {  // else no oneDNN kernel for this CPU and type
-      mode_ = ExecutionMode::packed(mode.bf16);
+      mode_ = ExecutionMode::packed(precision);
       return;
     }
   }

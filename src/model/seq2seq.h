@@ -81,7 +81,7 @@ TORCH_MODULE(Seq2Seq);
 // A Seq2Seq set up for decoding in one execution mode, chosen here once: it owns the products
 // (packed weights) that every batch and step then uses. Thread-safe for concurrent batches.
 // mode kPacked falls back to kLibTorch (fp32 recurrence) where the device is not a CPU or oneDNN
-// has no kernel; bf16 applies on the CPU only.
+// has no kernel; bf16 applies on the CPU only; int8 (the CPU only) is always packed.
 class DecodingSeq2Seq {
  public:
   DecodingSeq2Seq(Seq2Seq model, ExecutionMode mode);
@@ -95,6 +95,7 @@ class DecodingSeq2Seq {
   std::shared_ptr<const Product> output_rows(const torch::Tensor& index) const;
 
   bool packed() const { return mode_.kind == ExecutionMode::kPacked; }
+  ProductPrecision precision() const { return mode_.precision; }
   bool shares_memory_across_beams();
   const VocabSizes& vocab() const { return model_->vocab(); }
   torch::Device device() const;

@@ -1,5 +1,7 @@
 // exp without a call or a branch, so that the loops using it vectorise (the fused LSTM cell,
-// beam search's log-normalisers). Header-only: each user compiles it for its own target clones.
+// beam search's log-normalisers). Header-only: each user compiles it for its own target clones,
+// and with -fno-trapping-math (CMakeLists.txt): by default GCC keeps the clamps below as branches
+// (a comparison may trap) and the loops stay scalar.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -1,9 +1,12 @@
 #include "runtime/packed_linear.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <mutex>
 #include <unordered_map>
+
+#include "runtime/int8_gemm.h"
 
 #ifdef ATTNMT_WITH_DNNL
 #include "runtime/dnnl_engine.h"
@@ -13,6 +16,7 @@ namespace attnmt {
 
 struct PackedLinear::Impl {
   at::Tensor weight, bias;  // the fallback's operands (and the shapes)
+  std::unique_ptr<const Int8Matrix> int8;  // decode.precision: int8
 #ifdef ATTNMT_WITH_DNNL
   bool use_dnnl = false;
   dnnl::memory::data_type src_type = dnnl::memory::data_type::f32;
@@ -54,12 +58,20 @@ struct PackedLinear::Impl {
 #endif
 };
 
-PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, bool bf16)
+PackedLinear::PackedLinear(const at::Tensor& weight, const at::Tensor& bias, ProductPrecision precision)
     : impl_(std::make_unique<Impl>()) {
   impl_->weight = weight.detach();
   if (bias.defined()) impl_->bias = bias.detach();
-#ifdef ATTNMT_WITH_DNNL
   if (!weight.is_cpu() || weight.scalar_type() != at::kFloat || weight.dim() != 2) return;
+  if (precision == ProductPrecision::kInt8) {
+    const auto w = impl_->weight.contiguous();
+    const auto b = bias.defined() ? impl_->bias.to(at::kFloat).contiguous() : at::Tensor();
+    impl_->int8 = std::make_unique<const Int8Matrix>(w.data_ptr<float>(), b.defined() ? b.data_ptr<float>() : nullptr,
+                                                    w.size(0), w.size(1));
+    return;
+  }
+  const bool bf16 = precision == ProductPrecision::kBf16;
+#ifdef ATTNMT_WITH_DNNL
   using dnnl::memory;
   const auto n = weight.size(0), k = weight.size(1);
   impl_->src_type = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
@@ -89,7 +101,10 @@ PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
 PackedLinear& PackedLinear::operator=(PackedLinear&&) noexcept = default;
 PackedLinear::~PackedLinear() = default;
 
+bool PackedLinear::int8() const { return impl_->int8 != nullptr; }
+
 bool PackedLinear::packed() const {
+  if (impl_->int8) return true;
 #ifdef ATTNMT_WITH_DNNL
   return impl_->use_dnnl;
 #else
@@ -97,8 +112,31 @@ bool PackedLinear::packed() const {
 #endif
 }
 
+namespace {
+
+at::Tensor int8_product(const Int8Matrix& w, const at::Tensor& x) {
+  const auto m = x.size(0), n = w.rows();
+  auto out = at::empty({m, n}, x.options().dtype(at::kFloat));
+  if (m == 0) return out;
+  TORCH_CHECK(x.size(1) == w.cols(), "PackedLinear: input has ", x.size(1), " columns, weight ", w.cols());
+  const auto input = x.to(at::kFloat).contiguous();
+  thread_local Int8Rows buffer;  // reused: a decoder step makes a dozen of these products
+  const Int8Rows& rows = buffer;  // (the worker threads below read the caller's)
+  w.quantize(input.data_ptr<float>(), m, buffer);
+  // Column blocks over the calling thread's team, in chunks of at least ~64K multiply-adds
+  // (a beam's few rows by a small weight is not worth waking another thread for).
+  const int64_t block_work = m * Int8Matrix::kBlock * w.cols();
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, block_work));
+  float* y = out.data_ptr<float>();
+  at::parallel_for(0, w.blocks(), grain, [&](int64_t begin, int64_t end) { w.multiply(rows, begin, end, y, n); });
+  return out;
+}
+
+}  // namespace
+
 at::Tensor PackedLinear::operator()(const at::Tensor& x) const {
   const auto& im = *impl_;
+  if (im.int8 && x.is_cpu() && x.dim() == 2) return int8_product(*im.int8, x);
 #ifdef ATTNMT_WITH_DNNL
   if (im.use_dnnl && x.is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 2) {
     using dnnl::memory;

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_set>
 
 #include "parallel/workers.h"
@@ -28,6 +29,11 @@ bool Pending::cancelled() const {
 
 Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits), metrics_(metrics) {
   limits_.max_batch_sentences = std::max<size_t>(1, limits_.max_batch_sentences);
+  if (const char* fail = std::getenv("ATTNMT_TEST_FAIL_SENTENCE")) {
+    fail_sentence_ = fail;
+    spdlog::warn("[serve] ATTNMT_TEST_FAIL_SENTENCE is set (a test-only hook): the sentence '{}' fails its batch",
+                 fail_sentence_);
+  }
   // As translate does it: on a CPU, batches side by side, each on its share of the threads, beat
   // one batch spread over all of them (a decoder step is many small operations).
   const int threads = at::get_num_threads();
@@ -96,6 +102,7 @@ void Batcher::drop_cancelled(Lane& lane) {
       const size_t left = it->sentences.size() - it->next;
       lane.sentences -= left;
       queued_ -= left;
+      if (metrics_) metrics_->dropped(left);
       it = lane.entries.erase(it);
     } else {
       ++it;
@@ -159,37 +166,67 @@ void Batcher::work() {
       if (metrics_) metrics_->queue_depth(queued_);
     }
     if (metrics_) metrics_->batch(items.size());
-    std::vector<std::vector<Translation>> results;
-    std::string error;
-    try {
-      TranslateOptions t = model->defaults;
-      t.search.beam_size = options.beam_size;
-      t.search.n_best = options.n_best;
-      t.search.return_attention = options.attention;
-      t.batch_size = static_cast<int>(lines.size());
-      t.workers = 1;
-      t.progress_label.clear();
-      results = translate_lines(*model->step, *model->tokenizers, lines, t);
-    } catch (const std::exception& e) {
-      error = e.what();
-      spdlog::error("[serve] a batch of {} sentences failed: {}", items.size(), error);
-    }
+    auto outcomes = decode(*model, options, std::move(lines));
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --busy_;
     }
-    if (metrics_ && error.empty()) metrics_->sentences(items.size());
+    size_t translated = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       auto& p = *items[i].pending;
       std::lock_guard<std::mutex> lock(p.mutex_);
-      if (error.empty()) {
-        p.results_[items[i].index] = std::move(results[i]);
+      if (outcomes[i].error.empty()) {
+        p.results_[items[i].index] = std::move(outcomes[i].n_best);
+        ++translated;
       } else if (p.error_.empty()) {
-        p.error_ = error;
+        p.error_ = outcomes[i].error;
+        p.input_error_ = outcomes[i].input_error;
       }
       if (--p.remaining_ == 0) p.done_.notify_all();
     }
+    if (metrics_) metrics_->sentences(translated);
   }
+}
+
+std::vector<Batcher::Outcome> Batcher::decode(const ServedModel& model, const RequestOptions& options,
+                                              std::vector<std::string> lines) {
+  TranslateOptions t = model.defaults;
+  t.search.beam_size = options.beam_size;
+  t.search.n_best = options.n_best;
+  t.search.return_attention = options.attention;
+  t.workers = 1;
+  t.progress_label.clear();
+  auto run = [&](const std::vector<std::string>& batch) {
+    if (!fail_sentence_.empty() && std::find(batch.begin(), batch.end(), fail_sentence_) != batch.end()) {
+      throw RuntimeError("decoding failed (ATTNMT_TEST_FAIL_SENTENCE, a test-only hook)");
+    }
+    t.batch_size = static_cast<int>(batch.size());
+    return translate_lines(*model.step, *model.tokenizers, batch, t);
+  };
+  std::vector<Outcome> out(lines.size());
+  try {
+    auto results = run(lines);
+    for (size_t i = 0; i < lines.size(); ++i) out[i].n_best = std::move(results[i]);
+    return out;
+  } catch (const std::exception& e) {
+    if (lines.size() == 1) {
+      out[0].error = e.what();
+      out[0].input_error = dynamic_cast<const InputError*>(&e) != nullptr;
+      spdlog::error("[serve] a sentence failed: {}", out[0].error);
+      return out;
+    }
+    spdlog::warn("[serve] a batch of {} sentences failed ({}): decoding them one at a time", lines.size(), e.what());
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    try {
+      out[i].n_best = std::move(run({lines[i]})[0]);
+    } catch (const std::exception& e) {
+      out[i].error = e.what();
+      out[i].input_error = dynamic_cast<const InputError*>(&e) != nullptr;
+      spdlog::error("[serve] sentence {} of a batch of {} failed: {}", i, lines.size(), out[i].error);
+    }
+  }
+  return out;
 }
 
 }  // namespace attnmt

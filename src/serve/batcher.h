@@ -6,7 +6,13 @@
 // sentence from each waiting request in turn, so a request of 500 sentences is split and
 // interleaved with the single sentences that arrive behind it instead of holding them up. The
 // queue is bounded (submit refuses beyond max_queue_sentences); a request whose client gave up
-// (Pending::cancel) has its sentences dropped from the queue.
+// (Pending::cancel) has its sentences dropped from the queue (counted in the metrics).
+// A batch that fails is decoded again one sentence at a time, so that a sentence that cannot be
+// decoded fails its own request only and the others of its batch are answered.
+//
+// Test-only hook: when the environment variable ATTNMT_TEST_FAIL_SENTENCE is set (read once, when
+// the batcher starts), a sentence equal to its value makes its batch throw, as a decoding failure
+// would. tests/core/test_serve.cpp uses it; a deployment has no reason to set it.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -53,6 +59,7 @@ class Pending {
   const std::string& error() const { return error_; }  // non-empty if decoding failed
 
  private:
+  bool input_error() const { return input_error_; }     // the failure was the input's (an InputError)
   friend class Batcher;
   mutable std::mutex mutex_;
   std::condition_variable done_;
@@ -62,6 +69,7 @@ class Pending {
   std::string error_;
 };
 
+  bool input_error_ = false;
 struct BatcherLimits {
   size_t max_batch_sentences = 32;
   int max_wait_ms = 10;
@@ -108,6 +116,13 @@ class Batcher {
   void drop_cancelled(Lane& lane);
 
   BatcherLimits limits_;
+  // Decodes one batch; on failure, each sentence alone. Per sentence: its n-best, or an error.
+  struct Outcome {
+    std::vector<Translation> n_best;
+    std::string error;
+    bool input_error = false;
+  };
+  std::vector<Outcome> decode(const ServedModel& model, const RequestOptions& options, std::vector<std::string> lines);
   ServerMetrics* metrics_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -119,5 +134,6 @@ class Batcher {
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
+  std::string fail_sentence_;  // the test-only hook (ATTNMT_TEST_FAIL_SENTENCE); empty: off
 
 }  // namespace attnmt

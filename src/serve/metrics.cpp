@@ -39,8 +39,24 @@ ServerMetrics::ServerMetrics()
     : batch_sizes_({1, 2, 4, 8, 16, 32, 64, 128, 256}),
       latency_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}) {}
 
+void ServerMetrics::accepted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++accepted_;
+}
+
+void ServerMetrics::abandoned() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++abandoned_;
+}
+
+void ServerMetrics::dropped(size_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropped_ += n;
+}
+
 void ServerMetrics::request(const std::string& endpoint, int status, double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
+  ++answered_;
   ++requests_[{endpoint, status}];
   latency_.observe(seconds);
 }
@@ -61,6 +77,16 @@ void ServerMetrics::queue_depth(size_t n) {
   queue_depth_ = n;
 }
 
+uint64_t ServerMetrics::accepted_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return accepted_;
+}
+
+uint64_t ServerMetrics::answered_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return answered_;
+}
+
 std::string ServerMetrics::text() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
@@ -70,6 +96,18 @@ std::string ServerMetrics::text() const {
     out += "attnmt_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"} " +
            std::to_string(n) + "\n";
   }
+  out += "# HELP attnmt_requests_accepted_total Requests that reached an endpoint.\n";
+  out += "# TYPE attnmt_requests_accepted_total counter\n";
+  out += "attnmt_requests_accepted_total " + std::to_string(accepted_) + "\n";
+  out += "# HELP attnmt_requests_answered_total Requests answered (any status).\n";
+  out += "# TYPE attnmt_requests_answered_total counter\n";
+  out += "attnmt_requests_answered_total " + std::to_string(answered_) + "\n";
+  out += "# HELP attnmt_requests_abandoned_total Requests whose client left (or that timed out) unanswered.\n";
+  out += "# TYPE attnmt_requests_abandoned_total counter\n";
+  out += "attnmt_requests_abandoned_total " + std::to_string(abandoned_) + "\n";
+  out += "# HELP attnmt_sentences_dropped_total Queued sentences of abandoned requests, dropped undecoded.\n";
+  out += "# TYPE attnmt_sentences_dropped_total counter\n";
+  out += "attnmt_sentences_dropped_total " + std::to_string(dropped_) + "\n";
   out += "# HELP attnmt_sentences_total Sentences translated.\n# TYPE attnmt_sentences_total counter\n";
   out += "attnmt_sentences_total " + std::to_string(sentences_) + "\n";
   out += "# HELP attnmt_batches_total Search batches run.\n# TYPE attnmt_batches_total counter\n";

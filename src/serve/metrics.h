@@ -1,5 +1,7 @@
 // The server's counters for GET /metrics, in Prometheus' text format (version 0.0.4): requests by
-// endpoint and status, sentences translated, the queue's depth, and histograms of the batch sizes
+// endpoint and status, requests accepted and answered (equal once the server is idle: a request
+// counted in is answered, even under SIGTERM), requests whose client went away before its answer
+// and the sentences dropped from the queue for them, sentences translated, the queue's depth, and histograms of the batch sizes
 // the batcher formed and of request latency. Thread-safe; no LibTorch.
 #pragma once
 #include <cstdint>
@@ -28,15 +30,21 @@ class Histogram {
 class ServerMetrics {
  public:
   ServerMetrics();
-  void request(const std::string& endpoint, int status, double seconds);
+  void accepted();  // a request reached its endpoint's handler
+  void request(const std::string& endpoint, int status, double seconds);  // ... and was answered
+  void abandoned();         // its client went away (or it timed out) before the answer
+  void dropped(size_t n);   // sentences of such a request taken off the queue undecoded
   void batch(size_t sentences);
   void sentences(size_t n);
   void queue_depth(size_t n);
   std::string text() const;  // the whole exposition
+  uint64_t accepted_count() const;
+  uint64_t answered_count() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
+  uint64_t accepted_ = 0, answered_ = 0, abandoned_ = 0, dropped_ = 0;
   uint64_t sentences_ = 0;
   uint64_t batches_ = 0;
   size_t queue_depth_ = 0;

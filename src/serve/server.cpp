@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "serve/access.h"
+#include "serve/connection.h"
+#include "serve/request.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/signals.h"
@@ -42,75 +45,51 @@ void raise_listen_backlog(int port) {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// An answer that is not a translation: the status and {"error": message}.
-struct HttpError {
-  int status;
-  std::string message;
-};
-
 void reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(dump_json(body), "application/json");
 }
 
-json parse_body(const httplib::Request& req) {
-  try {
-    return json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    throw HttpError{400, std::string("invalid JSON: ") + e.what()};
-  }
+std::vector<ModelChoice> model_choices(const std::vector<ServedModel>& models) {
+  std::vector<ModelChoice> choices;
+  for (const auto& m : models) choices.push_back({m.name, m.defaults.search.beam_size, m.defaults.search.n_best});
+  return choices;
 }
 
-// A model by name (a number is a name too: `--model 100=FILE` answers OpenNMT-py clients, whose
-// default model id is 100), else a number by its index in --model order; null: the first model.
-const ServedModel& find_model(const std::vector<ServedModel>& models, const json& id) {
-  if (id.is_null()) return models.front();
-  if (!id.is_string() && !id.is_number_integer()) {
-    throw HttpError{400, "model id: expected a name or an index, got " + std::string(id.type_name())};
-  }
-  const std::string name = id.is_string() ? id.get<std::string>() : std::to_string(id.get<int64_t>());
-  for (const auto& m : models) {
-    if (m.name == name) return m;
-  }
-  if (id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < static_cast<int64_t>(models.size())) {
-    return models[static_cast<size_t>(id.get<int64_t>())];
-  }
-  std::string names;
-  for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.name;
-  throw HttpError{404, "unknown model " + id.dump() + " (models: " + names + ")"};
-}
-
-void check_sentence(const std::string& text, size_t index, const ServeOptions& options) {
-  if (text.size() > options.max_sentence_bytes) {
-    throw HttpError{413, "sentence " + std::to_string(index) + " has " + std::to_string(text.size()) +
-                             " bytes (at most " + std::to_string(options.max_sentence_bytes) + ")"};
-  }
-}
-
-int int_field(const json& body, const char* key, int fallback, int low, int high) {
-  if (!body.contains(key)) return fallback;
-  const auto& v = body[key];
-  if (!v.is_number_integer() || v.get<int64_t>() < low || v.get<int64_t>() > high) {
-    throw HttpError{400, std::string(key) + ": expected an integer from " + std::to_string(low) + " to " +
-                             std::to_string(high) + ", got " + v.dump()};
-  }
-  return v.get<int>();
-}
+// How often a waiting handler looks whether its client is still there.
+constexpr auto kClientCheck = std::chrono::milliseconds(100);
 
 // Queues the sentences and waits for them: the results, or an HttpError (503 queue full, 504
-// timeout, 500 decoding failed).
-std::vector<std::vector<Translation>> translate(Batcher& batcher, const ServedModel& model,
-                                                const RequestOptions& options, std::vector<std::string> sentences,
-                                                const ServeOptions& limits) {
-  auto pending = batcher.submit(model, options, std::move(sentences));
+// timeout, 500 decoding failed, 400 the input could not be decoded). A client that closes its
+// connection meanwhile has its sentences dropped from the queue (and its request answered to no
+// one, counted as abandoned).
+std::vector<std::vector<Translation>> translate(Batcher& batcher, const ServedModel& model, const ModelRequest& request,
+                                                const httplib::Request& http, const ServeOptions& limits,
+                                                ServerMetrics& metrics) {
+  const RequestOptions options{request.beam_size, request.n_best, request.attention};
+  auto pending = batcher.submit(model, options, request.sentences);
   if (!pending) throw HttpError{503, "the queue is full (or the server is stopping); retry later"};
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(limits.request_timeout_s));
-  if (!pending->wait_until(deadline)) {
-    pending->cancel();
-    throw HttpError{504, "not translated within " + std::to_string(limits.request_timeout_s) + " s"};
+  const int socket = find_connection_socket(http.remote_addr, http.remote_port, http.local_port);
+  for (;;) {
+    const auto until = std::min(deadline, Clock::now() + kClientCheck);
+    if (pending->wait_until(until)) break;
+    if (Clock::now() >= deadline) {
+      pending->cancel();
+      metrics.abandoned();
+      throw HttpError{504, "not translated within " + std::to_string(limits.request_timeout_s) + " s"};
+    }
+    if (peer_closed(socket)) {
+      pending->cancel();
+      metrics.abandoned();
+      throw HttpError{499, "the client closed the connection"};  // nginx's code; no one reads it
+    }
   }
-  if (!pending->error().empty()) throw HttpError{500, "translation failed: " + pending->error()};
+  if (!pending->error().empty()) {
+    if (pending->input_error()) throw HttpError{400, "cannot translate: " + pending->error()};
+    throw HttpError{500, "translation failed: " + pending->error()};
+  }
   return pending->results();
 }
 
@@ -120,84 +99,36 @@ json attention_json(const Translation& t) {
 
 // POST /translator/translate (OpenNMT-py): a list of {"src", "id"?}; every input's n-best entries,
 // in input order, in one list inside the outer list.
-json opennmt_translate(const json& body, const std::vector<ServedModel>& models, Batcher& batcher,
-                       const ServeOptions& limits) {
-  if (!body.is_array()) throw HttpError{400, "expected a list of {\"src\": ..., \"id\": ...} objects"};
-  if (body.empty()) return json::array({json::array()});
-  if (body.size() > limits.max_request_sentences) {
-    throw HttpError{413, std::to_string(body.size()) + " sentences in one request (at most " +
-                             std::to_string(limits.max_request_sentences) + ")"};
-  }
-  // Group the inputs by model, keeping their positions.
-  std::vector<const ServedModel*> model_of(body.size());
-  std::vector<std::string> src(body.size());
-  for (size_t i = 0; i < body.size(); ++i) {
-    const auto& e = body[i];
-    if (!e.is_object() || !e.contains("src") || !e["src"].is_string()) {
-      throw HttpError{400, "entry " + std::to_string(i) + ": expected {\"src\": \"text\", \"id\": model}"};
-    }
-    src[i] = e["src"].get<std::string>();
-    check_sentence(src[i], i, limits);
-    model_of[i] = &find_model(models, e.contains("id") ? e["id"] : json());
-  }
+json opennmt_translate(const json& body, const httplib::Request& http, const std::vector<ServedModel>& models,
+                       Batcher& batcher, const ServeOptions& limits, ServerMetrics& metrics) {
+  const auto requests = parse_opennmt_request(body, model_choices(models), limits.request_limits());
+  if (requests.empty()) return json::array({json::array()});
   std::vector<std::vector<Translation>> results(body.size());
-  for (const auto& m : models) {
-    std::vector<size_t> at;
-    std::vector<std::string> lines;
-    for (size_t i = 0; i < body.size(); ++i) {
-      if (model_of[i] == &m) at.push_back(i), lines.push_back(src[i]);
-    }
-    if (lines.empty()) continue;
-    const RequestOptions options{m.defaults.search.beam_size, m.defaults.search.n_best, false};
-    auto out = translate(batcher, m, options, std::move(lines), limits);
-    for (size_t k = 0; k < at.size(); ++k) results[at[k]] = std::move(out[k]);
+  for (const auto& r : requests) {
+    auto out = translate(batcher, models[r.model], r, http, limits, metrics);
+    for (size_t k = 0; k < r.positions.size(); ++k) results[r.positions[k]] = std::move(out[k]);
   }
   json list = json::array();
   for (size_t i = 0; i < results.size(); ++i) {
     for (const auto& t : results[i]) {
-      list.push_back({{"src", src[i]}, {"tgt", t.text}, {"pred_score", t.log_prob}, {"n_best", results[i].size()}});
+      list.push_back({{"src", body[i]["src"]}, {"tgt", t.text}, {"pred_score", t.log_prob}, {"n_best", results[i].size()}});
     }
   }
   return json::array({list});
 }
 
 // POST /v1/translate
-json v1_translate(const json& body, const std::vector<ServedModel>& models, Batcher& batcher,
-                  const ServeOptions& limits) {
-  if (!body.is_object()) throw HttpError{400, "expected an object {\"text\": [...], ...}"};
-  for (const auto& [key, value] : body.items()) {
-    if (key != "model" && key != "text" && key != "beam_size" && key != "n_best" && key != "attention") {
-      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, beam_size, n_best, attention)"};
-    }
-  }
-  const auto& model = find_model(models, body.contains("model") ? body["model"] : json());
-  if (!body.contains("text") || !body["text"].is_array()) throw HttpError{400, "text: expected a list of strings"};
-  const auto& text = body["text"];
-  if (text.size() > limits.max_request_sentences) {
-    throw HttpError{413, "text: " + std::to_string(text.size()) + " sentences (at most " +
-                             std::to_string(limits.max_request_sentences) + ")"};
-  }
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (!text[i].is_string()) throw HttpError{400, "text[" + std::to_string(i) + "]: expected a string"};
-    lines.push_back(text[i].get<std::string>());
-    check_sentence(lines.back(), i, limits);
-  }
-  RequestOptions options;
-  options.beam_size = int_field(body, "beam_size", model.defaults.search.beam_size, 1, limits.max_beam_size);
-  options.n_best = int_field(body, "n_best", std::min(model.defaults.search.n_best, options.beam_size), 1,
-                             options.beam_size);
-  if (body.contains("attention")) {
-    if (!body["attention"].is_boolean()) throw HttpError{400, "attention: expected true or false"};
-    options.attention = body["attention"].get<bool>();
-  }
-  const auto results = translate(batcher, model, options, std::move(lines), limits);
+json v1_translate(const json& body, const httplib::Request& http, const std::vector<ServedModel>& models,
+                  Batcher& batcher, const ServeOptions& limits, ServerMetrics& metrics) {
+  const auto request = parse_v1_request(body, model_choices(models), limits.request_limits());
+  const auto& model = models[request.model];
+  const auto results = translate(batcher, model, request, http, limits, metrics);
   json translations = json::array();
   for (const auto& n_best : results) {
     json list = json::array();
     for (const auto& t : n_best) {
       json item = {{"text", t.text}, {"score", t.score}, {"log_prob", t.log_prob}, {"tokens", t.target_tokens}};
-      if (options.attention) item["attention"] = attention_json(t);
+      if (request.attention) item["attention"] = attention_json(t);
       list.push_back(item);
     }
     translations.push_back(list);
@@ -224,18 +155,41 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
       const auto start = Clock::now();
       try {
         if (stopping) throw HttpError{503, "the server is stopping"};
-        reply(res, 200, handle(parse_body(req)));
+  if (options.access.api_key.empty() && !is_loopback_host(options.host)) {
+    spdlog::warn("[serve] listening on {}, which is not a loopback address, and no --api-key is set: anyone who "
+                 "can reach this port can use it", options.host);
+  }
+  // The API key and CORS, before any endpoint (access.h says which requests need the key).
+  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    const auto d = check_access(options.access, req.method, req.path, req.get_header_value("Authorization"),
+                                req.get_header_value("Origin"));
+    for (const auto& [key, value] : d.headers) res.set_header(key, value);
+    if (d.status == 0) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = d.status;
+    if (d.status == 401) {
+      reply(res, 401, {{"error", d.message}});
+      metrics.accepted();
+      metrics.request("unauthorized", 401, 0);
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  });
+        reply(res, 200, handle(parse_json_body(req.body), req));
       } catch (const HttpError& e) {
         reply(res, e.status, {{"error", e.message}});
         if (e.status == 503) res.set_header("Retry-After", "1");
       } catch (const std::exception& e) {
+      metrics.accepted();
         reply(res, 500, {{"error", std::string("internal error: ") + e.what()}});
       }
       metrics.request(name, res.status, std::chrono::duration<double>(Clock::now() - start).count());
     };
   };
-  server.Post("/translator/translate", endpoint("/translator/translate", [&](const json& body) {
-                return opennmt_translate(body, models, batcher, options);
+  server.Post("/translator/translate",
+              endpoint("/translator/translate", [&](const json& body, const httplib::Request& req) {
+                return opennmt_translate(body, req, models, batcher, options, metrics);
+              }));
+  server.Post("/v1/translate", endpoint("/v1/translate", [&](const json& body, const httplib::Request& req) {
+                return v1_translate(body, req, models, batcher, options, metrics);
               }));
   server.Post("/v1/translate", endpoint("/v1/translate", [&](const json& body) {
                 return v1_translate(body, models, batcher, options);
@@ -259,7 +213,20 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     const std::string message = res.status == 413   ? "request body too large"
                                 : res.status == 404 ? "no endpoint " + req.method + " " + req.path
                                                     : "bad request";
-    res.set_content(json{{"error", message}}.dump(), "application/json");
+    res.set_content(error_json(message), "application/json");
+  });
+  // What a handler throws past its own catch is the server's failure: 500, said so, never a crash.
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+    std::string what = "unknown";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+    }
+    spdlog::error("[serve] a handler failed: {}", what);
+    res.status = 500;
+    res.set_content(error_json("internal error: " + what), "application/json");
   });
 
   int port = options.port;
@@ -288,7 +255,8 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
   stopping = true;
   watcher.join();
   batcher.stop();
-  spdlog::info("[serve] stopped");
+  spdlog::info("[serve] stopped: {} request(s) accepted, {} answered", metrics.accepted_count(),
+               metrics.answered_count());
 }
 
 }  // namespace attnmt

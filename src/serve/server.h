@@ -7,9 +7,13 @@
 //                                {"model", "translations": [[{"text", "score", "log_prob", "tokens",
 //                                "attention"?: {"src", "tgt", "weights"}}, ...n_best], ...]}
 //   GET  /v1/models, /health, /metrics (Prometheus text)
-// Errors are JSON {"error": "..."}: 400 (bad JSON or fields), 404 (unknown model or path), 413
-// (body over max_body_bytes, or more than max_request_sentences), 503 + Retry-After (queue full,
-// or shutting down), 504 (not answered within request_timeout_s).
+// With --api-key, every endpoint but GET /health and GET / answers 401 without
+// `Authorization: Bearer KEY` (serve/access.h). Errors are JSON {"error": "..."}: 400 (not UTF-8,
+// bad JSON or fields, or a sentence that cannot be decoded), 401 (no or wrong key), 404 (unknown
+// model or path), 413 (body over max_body_bytes, or more than max_request_sentences), 503 +
+// Retry-After (queue full, or shutting down), 504 (not answered within request_timeout_s); 500
+// only when the server failed (a batch that fails is decoded again sentence by sentence, so only
+// the failing sentence's request gets it).
 #pragma once
 #include <string>
 #include <vector>
@@ -17,7 +21,9 @@
 #include "serve/batcher.h"
 
 namespace attnmt {
+#include "serve/access.h"
 
+#include "serve/request.h"
 struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 5000;
@@ -29,6 +35,8 @@ struct ServeOptions {
   double request_timeout_s = 60;
   int http_threads = 160;  // connections served at once (each waits for its translations)
 };
+  AccessOptions access;  // API key, CORS origin
+  RequestLimits request_limits() const { return {max_request_sentences, max_sentence_bytes, max_beam_size}; }
 
 // Serves until SIGINT/SIGTERM (then: stops accepting, answers what is queued and in flight,
 // returns). `ready` (if set) is called once the port is bound, with the port (for --port 0).

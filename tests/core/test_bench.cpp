@@ -60,6 +60,16 @@ TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
   CHECK(run["decode"]["beam"]["beam_size"] == 3);
   CHECK(run["decode"]["beam"]["bleu"].get<double>() >= 0);
   CHECK(run["decode"]["beam"]["cpu_allocator"].get<std::string>().rfind("LibTorch's", 0) == 0);
+  // int8 beside fp32 (runtime/int8_gemm.h), and decoding's achieved GFLOP/s against its own ceiling.
+  CHECK(run["decode"]["beam_int8"]["precision"] == "int8");
+  CHECK(run["decode"]["beam_int8"]["sentences_per_sec_process"]["median"].get<double>() > 0);
+  CHECK(run["decode"]["beam_int8"]["bleu"].get<double>() >= 0);
+  CHECK(run["decode_ceiling"]["fp32"]["gflops"].get<double>() > 0);
+  CHECK(run["decode_ceiling"]["int8"]["gflops"].get<double>() > 0);
+  CHECK(run["decode"]["beam"]["achieved_gflops"].get<double>() > 0);
+  CHECK(run["decode"]["beam"]["utilisation_of"] == "fp32");
+  CHECK(run["decode"]["beam_int8"]["utilisation_of"] == "int8");
+  CHECK(run["decode"]["beam_int8"]["utilisation"].get<double>() > 0);
   CHECK(r.output.find("| config | threads |") != std::string::npos);
   // The machine's record names the kernels (util/cpu_kernels.h), and so does the table.
   const auto& flags = this_cpu_flags();

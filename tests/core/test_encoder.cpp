@@ -68,7 +68,7 @@ TEST_CASE("encoder on packed weights (decoding) equals its LibTorch LSTMs", "[mo
   const auto lengths = torch::tensor({7, 3, 1, 5}, torch::kLong);
   auto embedded = torch::randn({4, 7, 10});
   auto plain = encoder->forward(embedded, lengths);
-  const auto fp32 = encoder->products(ExecutionMode::packed(false));
+  const auto fp32 = encoder->products(ExecutionMode::packed(ProductPrecision::kFp32));
   REQUIRE(fp32.ih.size() == 4);  // 2 layers x 2 directions
   auto packed = encoder->forward(embedded, lengths, fp32);
   auto mask = plain.mask.unsqueeze(2);  // padding positions are never read
@@ -76,7 +76,7 @@ TEST_CASE("encoder on packed weights (decoding) equals its LibTorch LSTMs", "[mo
   CHECK((plain.final_h - packed.final_h).abs().max().item<double>() < 1e-5);
   CHECK(torch::equal(plain.mask, packed.mask));
   // bf16: the products' operands rounded to bfloat16 (8 significant bits), states stay fp32.
-  const auto bf16 = encoder->products(ExecutionMode::packed(true));
+  const auto bf16 = encoder->products(ExecutionMode::packed(ProductPrecision::kBf16));
   auto half = encoder->forward(embedded, lengths, bf16);
   REQUIRE(half.states.scalar_type() == torch::kFloat);
   const double diff = (plain.states - half.states).masked_fill(~mask, 0).abs().max().item<double>();
@@ -85,7 +85,7 @@ TEST_CASE("encoder on packed weights (decoding) equals its LibTorch LSTMs", "[mo
 
   // A GRU encoder has nothing to pack and runs as before.
   auto gru = small_encoder(12, "gru");
-  const auto none = gru->products(ExecutionMode::packed(false));
+  const auto none = gru->products(ExecutionMode::packed(ProductPrecision::kFp32));
   REQUIRE(none.ih.empty());
   CHECK(torch::equal(gru->forward(embedded, lengths).states, gru->forward(embedded, lengths, none).states));
 }

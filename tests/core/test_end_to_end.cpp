@@ -100,6 +100,70 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
     CHECK(attnmt::read_lines((dir / "hyp_sl.en").string()) != hyps);
   }
 
+  // decode.precision int8 (runtime/int8_gemm.h): the sentences come back as in fp32, alone and with
+  // the shortlist; `attnmt export --precision int8` writes a file ~4x smaller whose default
+  // decoding is int8, and that decodes as the original does in int8 up to the rounding of the
+  // stored weights.
+  {
+    const auto best = dir / "model" / "best.pt";
+    const auto int8 = run("translate --model " + best.string() + " --input " + src + " --output " +
+                          (dir / "hyp_int8.en").string() + " --precision int8");
+    INFO(int8.output);
+    REQUIRE(int8.status == 0);
+    const double int8_bleu = attnmt::corpus_bleu(attnmt::read_lines((dir / "hyp_int8.en").string()), refs).score;
+    // --profile: the translating time split into phases (util/decode_phases.h) that add up to it.
+    auto profiled = run("translate --model " + best.string() + " --input " + src + " --output " +
+                        (dir / "hyp_prof.en").string() + " --profile --workers 1 --stats " + (dir / "prof.json").string());
+    INFO(profiled.output);
+    REQUIRE(profiled.status == 0);
+    CHECK(attnmt::read_lines((dir / "hyp_prof.en").string()) == hyps);
+    CHECK(profiled.output.find("[translate] phases of") != std::string::npos);
+    {
+      const auto stats = nlohmann::json::parse(attnmt::read_file((dir / "prof.json").string()));
+      double sum = 0;
+      for (const auto* phase : {"tokenize", "encoder", "attention", "recurrent", "output", "search", "other"}) {
+        INFO(phase);
+        REQUIRE(stats["phases"].contains(phase));
+        CHECK(stats["phases"][phase].get<double>() >= 0);
+        sum += stats["phases"][phase].get<double>();
+      }
+      for (const auto* phase : {"encoder", "attention", "recurrent", "output", "search"}) {
+        CHECK(stats["phases"][phase].get<double>() > 0);
+      }
+      const double seconds = stats["translate_seconds"].get<double>();
+      CHECK(sum == Approx(seconds).epsilon(0.02));
+    }
+    CHECK(int8_bleu > 90.0);
+    CHECK(int8_bleu >= bleu - 1.0);
+    auto with_shortlist = run("translate --model " + best.string() + " --input " + src + " --output " +
+                              (dir / "hyp_int8_sl.en").string() + " --precision int8 --shortlist true");
+    INFO(with_shortlist.output);
+    REQUIRE(with_shortlist.status == 0);
+    CHECK(attnmt::corpus_bleu(attnmt::read_lines((dir / "hyp_int8_sl.en").string()), refs).score > 90.0);
+
+    const auto exported = dir / "int8.pt";
+    auto ex = run("export " + best.string() + " --output " + exported.string() + " --precision int8");
+    INFO(ex.output);
+    REQUIRE(ex.status == 0);
+    const double ratio = static_cast<double>(fs::file_size(best)) / static_cast<double>(fs::file_size(exported));
+    INFO("best.pt / int8.pt = " << ratio);
+    CHECK(ratio > 2.5);  // the tiny model's tokenizer and lexicon are a larger share than a real one's
+    auto from_export = run("translate --model " + exported.string() + " --input " + src + " --output " +
+                           (dir / "hyp_export.en").string() + " --stats " + (dir / "export.json").string());
+    INFO(from_export.output);
+    REQUIRE(from_export.status == 0);
+    CHECK(attnmt::corpus_bleu(attnmt::read_lines((dir / "hyp_export.en").string()), refs).score > 90.0);
+    CHECK(attnmt::read_file((dir / "export.json").string()).find("\"precision\":\"int8\"") != std::string::npos);
+    // Refused before anything is written: another precision; training in int8.
+    auto bad = run("export " + best.string() + " --output " + (dir / "bad.pt").string() + " --precision int4");
+    CHECK(bad.status == 2);
+    CHECK(bad.output.find("--precision: expected int8 or fp32, got 'int4'") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "bad.pt"));
+    auto train_int8 = run("train " + (dir / "config.yaml").string() + " --set train.precision=int8");
+    CHECK(train_int8.status == 2);
+    CHECK(train_int8.output.find("train.precision: int8 is for decoding only") != std::string::npos);
+  }
+
   // The model is built from the save dir's config.yaml while the checkpoint is read
   // (checkpoint.h's load_model), and from the checkpoint's own config when the two differ or
   // config.yaml is gone: the same translations either way.

@@ -399,7 +399,7 @@ static std::vector<std::string> listing(const fs::path& dir) {
   return out;
 }
 
-TEST_CASE("--resume with no checkpoint is refused before any work, the save dir left as it was",
+TEST_CASE("train --resume with no checkpoint is refused before any work, the save dir left as it was",
           "[reliability][e2e]") {
   auto dir = temp_dir("resume_nothing");
   // a save dir that does not exist: still does not, after

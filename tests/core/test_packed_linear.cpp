@@ -20,7 +20,7 @@ TEST_CASE("PackedLinear fp32 computes x W^T + b for any row count", "[packed]") 
   if (!packed_linear_available()) ATTNMT_MISSING_DEPENDENCY("built without oneDNN: checking the LibTorch fallback");
   torch::manual_seed(1);
   auto w = torch::randn({300, 48}), b = torch::randn({300});
-  PackedLinear with_bias(w, b, false), no_bias(w, torch::Tensor(), false);
+  PackedLinear with_bias(w, b, ProductPrecision::kFp32), no_bias(w, torch::Tensor(), ProductPrecision::kFp32);
   REQUIRE(with_bias.packed() == packed_linear_available());
   for (int64_t m : {0, 1, 3, 64, 130}) {
     INFO(m << " rows");
@@ -44,7 +44,7 @@ TEST_CASE("PackedLinear bf16 rounds both operands to bfloat16 and accumulates in
   }
   torch::manual_seed(2);
   auto w = torch::randn({200, 64}), b = torch::randn({200});
-  PackedLinear packed(w, b, true);
+  PackedLinear packed(w, b, ProductPrecision::kBf16);
   if (!packed.packed()) {
     WARN("oneDNN has no bfloat16 kernel for this CPU: nothing to check");
     return;
@@ -62,7 +62,7 @@ TEST_CASE("PackedLinear bf16 rounds both operands to bfloat16 and accumulates in
 TEST_CASE("PackedLinear runs in several threads at once", "[packed]") {
   torch::manual_seed(3);
   auto w = torch::randn({500, 32}), b = torch::randn({500});
-  PackedLinear packed(w, b, false);
+  PackedLinear packed(w, b, ProductPrecision::kFp32);
   std::vector<torch::Tensor> inputs, outputs(4);
   for (int64_t m : {3, 17, 64, 17}) inputs.push_back(torch::randn({m, 32}));
   std::vector<std::thread> threads;

@@ -339,7 +339,7 @@ TEST_CASE("decode.precision bf16: the products in bfloat16 stay close to fp32", 
   for (const bool packed : {false, true}) {
     INFO("packed weights " << packed);
     const auto kind = packed ? ExecutionMode::kPacked : ExecutionMode::kLibTorch;
-    DecodingSeq2Seq fp32(model, {kind, false}), bf16(model, {kind, true});
+    DecodingSeq2Seq fp32(model, {kind, ProductPrecision::kFp32}), bf16(model, {kind, ProductPrecision::kBf16});
     auto e32 = fp32.encode(src, len), e16 = bf16.encode(src, len);
     auto prev = torch::full({3}, vocab.bos_id, torch::kLong);
     for (int t = 0; t < 3; ++t) {

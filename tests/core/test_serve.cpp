@@ -8,7 +8,15 @@
 #define ATTNMT_TEST_HTTP 1
 #endif
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -31,9 +39,9 @@ struct Server {
   int port = 0;
   bool missing = false;  // built without cpp-httplib
 
-  Server(const fs::path& d, const std::string& args) : dir(d) {
+  Server(const fs::path& d, const std::string& args, const std::string& env = "") : dir(d) {
     fs::remove(dir / "serve.rc");
-    shell("( " + std::string(ATTNMT_BINARY) + " serve --port 0 " + args + " > " + (dir / "serve.log").string() +
+    shell("( " + env + " " + std::string(ATTNMT_BINARY) + " serve --port 0 " + args + " > " + (dir / "serve.log").string() +
           " 2>&1 & pid=$!; echo $pid > " + (dir / "serve.pid").string() + "; wait $pid; echo $? > " +
           (dir / "serve.rc").string() + " ) > /dev/null 2>&1 &");
     for (int i = 0; i < 600 && port == 0; ++i) {
@@ -43,8 +51,11 @@ struct Server {
         missing = true;
         return;
       }
-      const auto at = log.find("on http://127.0.0.1:");
-      if (at != std::string::npos) port = std::stoi(log.substr(at + 20));
+      const auto at = log.find(" on http://");  // 127.0.0.1, or the --host given
+      const auto colon = at == std::string::npos ? at : log.find(':', at + 11);
+      if (colon != std::string::npos && colon + 1 < log.size() && std::isdigit(log[colon + 1])) {
+        port = std::stoi(log.substr(colon + 1));
+      }
       if (fs::exists(dir / "serve.rc")) break;  // it ended before listening
     }
   }
@@ -207,6 +218,7 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
       {"/v1/translate", "{\"text\": [\"a\"], \"n_best\": 9}", 400, "n_best: expected an integer from 1 to 3"},
       {"/v1/translate", "{\"text\": [\"a\"], \"colour\": 1}", 400, "unknown field 'colour'"},
       {"/v1/translate", "{\"text\": [\"\\xff\"]}", 400, "invalid JSON"},
+      {"/v1/translate", "{\"text\": [\"\xff\"]}", 400, "the body is not UTF-8"},
       {"/v1/translate", "{\"text\": [\"a\"], \"model\": \"nope\"}", 404, "unknown model \"nope\" (models: tiny)"},
       {"/translator/translate", "[{\"src\": \"a\", \"id\": 7}]", 404, "unknown model 7"},
       {"/translator/translate", "{\"src\": \"a\"}", 400, "expected a list"},
@@ -294,6 +306,346 @@ TEST_CASE("serve: a model converted from OpenNMT-py serves what translate writes
   for (size_t i = 0; i < 10; ++i) CHECK(reply.body[0][i]["tgt"] == want[i]);
   server.signal("TERM");
   CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+#ifdef ATTNMT_TEST_HTTP
+namespace {
+
+Reply request(int port, const std::string& method, const std::string& path, const std::string& body,
+              const httplib::Headers& headers) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(120, 0);
+  httplib::Result r = method == "GET"       ? client.Get(path.c_str(), headers)
+                      : method == "OPTIONS" ? client.Options(path.c_str(), headers)
+                                            : client.Post(path.c_str(), headers, body, "application/json");
+  Reply reply;
+  if (!r) return reply;
+  reply.status = r->status;
+  reply.text = r->body;
+  reply.body = json::parse(r->body, nullptr, false);
+  for (const auto& [k, v] : r->headers) reply.text += "\n" + k + ": " + v;  // headers after the body
+  return reply;
+}
+
+// The number after `name ` in a /metrics text; -1 when absent.
+long metric(const std::string& text, const std::string& name) {
+  const auto at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stol(text.substr(at + name.size() + 2));
+}
+
+// Sends `bytes` on a fresh connection and closes it without reading (a client that goes away).
+void send_and_leave(int port, const std::string& bytes, int linger_ms) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(bytes.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(linger_ms));
+  ::close(fd);
+}
+
+std::string raw_post(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+}  // namespace
+#endif
+
+TEST_CASE("serve: the client's mistakes are 4xx, never 500 or a crash (not UTF-8, odd paths, huge numbers)",
+          "[serve][e2e]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_client_mistakes");
+  const auto model = tiny_model(dir);
+  Server server(dir, "--model tiny=" + model.string());
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  struct Bad {
+    std::string path, body;
+    int status;
+    std::string message;
+  };
+  const std::vector<Bad> bad = {
+      {"/v1/translate", "{\"text\": [\"ein \xff Mann\"]}", 400, "the body is not UTF-8: byte 15 (0xFF)"},
+      {"/v1/translate", "{\"text\": [\"a\"], \"model\": \"\xc3\"}", 400, "not UTF-8"},
+      {"/v1/translate", "{\"text\": [\"a\"], \"\xe2\x82\": 1}", 400, "not UTF-8"},
+      {"/translator/translate", "[{\"src\": \"\xed\xa0\x80\"}]", 400, "not UTF-8"},  // a UTF-16 surrogate
+      {"/v1/translate", "{\"text\": [\"a\"], \"beam_size\": 1e400}", 400, "invalid JSON"},
+      {"/v1/translate", "{\"text\": [\"a\"], \"beam_size\": 18446744073709551615}", 400, "beam_size: expected"},
+      {"/v1/translate", "{\"text\": [\"a\"], \"beam_size\": 2.5}", 400, "beam_size: expected"},
+      {"/translator/translate", "[{\"src\": \"a\", \"id\": 18446744073709551615}]", 404, "unknown model"},
+      {"/translator/translate", "[{\"src\": \"a\", \"id\": -1}]", 404, "unknown model -1"},
+      {"/v1/translate", std::string(100000, '['), 400, "invalid JSON"},
+      {"/v1/x%ff", "{}", 404, "no endpoint POST /v1/x"},  // the decoded path is not UTF-8
+  };
+  for (const auto& b : bad) {
+    INFO(b.path << " " << b.body.substr(0, 80));
+    const auto r = post(port, b.path, b.body);
+    CHECK(r.status == b.status);
+    CHECK(!r.body.is_discarded());  // JSON, whatever the bytes asked about
+    CHECK_THAT(r.body.value("error", std::string()), Contains(b.message));
+  }
+  CHECK(get(port, "/health").status == 200);  // still there
+  const auto metrics = get(port, "/metrics").text;
+  CHECK(metrics.find("status=\"5") == std::string::npos);
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: --api-key on every endpoint but /health and the page, --cors only for the origin named",
+          "[serve][e2e]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_access");
+  const auto model = tiny_model(dir);
+  write(dir / "key.txt", "  s3cret-key  \n");
+  Server server(dir, "--model tiny=" + model.string() + " --api-key-file " + (dir / "key.txt").string() +
+                         " --cors https://app.example");
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  const std::string body = json{{"text", {"ein Mann"}}}.dump();
+  const httplib::Headers key = {{"Authorization", "Bearer s3cret-key"}};
+  CHECK(request(port, "POST", "/v1/translate", body, key).status == 200);
+  CHECK(request(port, "POST", "/translator/translate", "[{\"src\": \"ein Mann\"}]", key).status == 200);
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"POST", "/v1/translate"}, {"POST", "/translator/translate"}, {"GET", "/v1/models"},
+           {"GET", "/metrics"}, {"POST", "/v1/nothing"}}) {
+    INFO(method << " " << path);
+    for (const auto& h : std::vector<httplib::Headers>{{},
+                                                        {{"Authorization", "Bearer s3cret-ke"}},
+                                                        {{"Authorization", "Bearer s3cret-key2"}},
+                                                        {{"Authorization", "s3cret-key"}},
+                                                        {{"Authorization", "Basic s3cret-key"}}}) {
+      const auto r = request(port, method, path, "{}", h);
+      CHECK(r.status == 401);
+      CHECK_THAT(r.body.value("error", std::string()), Contains("API key"));
+      CHECK_THAT(r.text, Contains("WWW-Authenticate: Bearer"));
+    }
+  }
+  CHECK(request(port, "GET", "/health", "", {}).status == 200);
+  CHECK(request(port, "GET", "/v1/models", "", key).status == 200);
+  CHECK_THAT(request(port, "GET", "/metrics", "", key).text, Contains("endpoint=\"unauthorized\",status=\"401\""));
+  // CORS: the origin named gets the headers, and its preflight (which carries no key) a 204
+  auto r = request(port, "POST", "/v1/translate", body, {{"Authorization", "Bearer s3cret-key"}, {"Origin", "https://app.example"}});
+  CHECK(r.status == 200);
+  CHECK_THAT(r.text, Contains("Access-Control-Allow-Origin: https://app.example"));
+  r = request(port, "OPTIONS", "/v1/translate", "", {{"Origin", "https://app.example"},
+                                                      {"Access-Control-Request-Method", "POST"}});
+  CHECK(r.status == 204);
+  CHECK_THAT(r.text, Contains("Access-Control-Allow-Headers: Authorization, Content-Type"));
+  r = request(port, "POST", "/v1/translate", body, {{"Authorization", "Bearer s3cret-key"}, {"Origin", "https://evil.example"}});
+  CHECK(r.status == 200);
+  CHECK(r.text.find("Access-Control-Allow-Origin") == std::string::npos);
+  CHECK(request(port, "OPTIONS", "/v1/translate", "", {{"Origin", "https://evil.example"}}).status != 204);
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+
+  // No --cors: no CORS header for anyone; no key on a non-loopback address: a warning at start;
+  // a key that cannot travel in a header: refused at start.
+  fs::create_directories(dir / "open");
+  Server open(dir / "open", "--model " + model.string() + " --host 0.0.0.0");
+  INFO(open.log());
+  REQUIRE(open.port > 0);
+  CHECK_THAT(open.log(), Contains("on http://0.0.0.0:") && Contains("not a loopback address, and no --api-key is set"));
+  const int open_port = open.port;
+  r = request(open_port, "POST", "/v1/translate", body, {{"Origin", "https://app.example"}});
+  CHECK(r.status == 200);
+  CHECK(r.text.find("Access-Control") == std::string::npos);
+  open.signal("TERM");
+  CHECK(open.wait() == 0);
+  auto refused = run("serve --model " + model.string() + " --port 0 --api-key 'two words'");
+  CHECK(refused.status == 2);
+  CHECK_THAT(refused.output, Contains("--api-key: spaces and control characters"));
+  CHECK(run("serve --model " + model.string() + " --port 0 --api-key-file " + (dir / "none").string()).status == 2);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: a sentence that fails to decode fails its own request only, the rest of its batch is answered",
+          "[serve][e2e][faults]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_decode_fault");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  auto expected = run("translate --model " + model.string() + " --input " + kData + "/tiny.de --beam-size 3 --output " +
+                      (dir / "want.txt").string());
+  REQUIRE(expected.status == 0);
+  const auto want = attnmt::read_lines((dir / "want.txt").string());
+  // One worker that waits up to 2 s to fill a batch of 16: the six requests below go in one batch.
+  Server server(dir, "--model tiny=" + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 2000 "
+                         "--max-batch-sentences 16", "ATTNMT_TEST_FAIL_SENTENCE=BOOM");
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  // a request in flight first, so that the batcher waits for more (it does not wait for a lone client)
+  auto first = std::async(std::launch::async, [&] {
+    return post(port, "/v1/translate", json{{"text", {lines[0]}}}.dump());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<std::future<Reply>> replies;
+  for (size_t i = 1; i <= 6; ++i) {
+    replies.push_back(std::async(std::launch::async, [&, i] {
+      const std::vector<std::string> text = i == 3 ? std::vector<std::string>{lines[i], "BOOM"}
+                                                   : std::vector<std::string>{lines[i]};
+      return post(port, "/v1/translate", json{{"text", text}}.dump());
+    }));
+  }
+  CHECK(first.get().status == 200);
+  for (size_t k = 0; k < replies.size(); ++k) {
+    const size_t i = k + 1;
+    const auto r = replies[k].get();
+    INFO("request " << i << ": " << r.text);
+    if (i == 3) {
+      CHECK(r.status == 500);
+      CHECK_THAT(r.body.value("error", std::string()), Contains("translation failed: decoding failed"));
+    } else {
+      REQUIRE(r.status == 200);
+      CHECK(r.body["translations"][0][0]["text"] == want[i]);
+    }
+  }
+  const auto metrics = get(port, "/metrics").text;
+  INFO(metrics);
+  // the failing sentence shared its batch with others (else the test proves nothing)
+  CHECK(metric(metrics, "attnmt_batches_total") < 7);
+  CHECK(metric(metrics, "attnmt_sentences_total") == 7);  // every sentence but BOOM
+  CHECK_THAT(server.log(), Contains("decoding them one at a time"));
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: a client that goes away has its queued sentences dropped, counted in /metrics",
+          "[serve][e2e][faults]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_client_leaves");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  // One sentence per batch on one worker: 200 long sentences take seconds to decode.
+  Server server(dir, "--model tiny=" + model.string() + " --workers 1 --max-batch-sentences 1 --beam-size 5 "
+                         "--max-request-sentences 200");
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  std::string long_line;
+  while (long_line.size() < 1500) long_line += lines[0] + " ";
+  send_and_leave(port, raw_post("/v1/translate", json{{"text", std::vector<std::string>(200, long_line)}}.dump()),
+                 /*linger_ms=*/300);
+  // within a second or so the server sees the closed connection and drops what is queued
+  std::string metrics;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    metrics = get(port, "/metrics").text;
+    if (metric(metrics, "attnmt_requests_abandoned_total") == 1 && metric(metrics, "attnmt_queue_sentences") == 0) break;
+  }
+  INFO(metrics);
+  CHECK(metric(metrics, "attnmt_requests_abandoned_total") == 1);
+  const long dropped = metric(metrics, "attnmt_sentences_dropped_total");
+  CHECK(dropped > 100);
+  // and they were not decoded: what was translated and what was dropped add up to at most 200
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  metrics = get(port, "/metrics").text;
+  CHECK(metric(metrics, "attnmt_sentences_total") + dropped <= 200);
+  CHECK(metric(metrics, "attnmt_sentences_total") < 100);
+  CHECK(post(port, "/v1/translate", json{{"text", {lines[1]}}}.dump()).status == 200);  // and it serves on
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: SIGTERM under full load answers every request it accepted", "[serve][e2e][faults]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_term_load");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  Server server(dir, "--model tiny=" + model.string() + " --max-wait-ms 20 --max-queue 4096");
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  // 32 clients, each sending requests of 1-8 sentences one after another until the server is gone
+  std::atomic<long> answered{0}, ok{0}, stopping{0}, other{0};
+  std::atomic<bool> signalled{false};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 32; ++c) {
+    clients.emplace_back([&, c] {
+      for (int n = 0;; ++n) {
+        std::vector<std::string> text;
+        for (int k = 0; k <= (c + n) % 8; ++k) text.push_back(lines[static_cast<size_t>(c + n + k) % lines.size()]);
+        const auto r = post(port, "/v1/translate", json{{"text", text}}.dump());
+        if (r.status == 0) {
+          if (signalled) return;  // refused or closed: the server stopped listening
+          continue;
+        }
+        ++answered;
+        if (r.status == 200) {
+          ++ok;
+        } else if (r.status == 503) {
+          ++stopping;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  signalled = true;
+  server.signal("TERM");
+  for (auto& t : clients) t.join();
+  CHECK(server.wait() == 0);
+  const auto log = server.log();
+  INFO(log);
+  const auto at = log.find("stopped: ");
+  REQUIRE(at != std::string::npos);
+  long accepted = -1, counted = -1;
+  REQUIRE(std::sscanf(log.c_str() + at, "stopped: %ld request(s) accepted, %ld answered", &accepted, &counted) == 2);
+  CHECK(accepted == counted);
+  CHECK(counted == answered.load());  // every answer the server counted reached its client
+  CHECK(ok > 32);                     // it was under load when the signal came
+  CHECK(other == 0);
   fs::remove_all(dir);
 #endif
 }

@@ -1,0 +1,289 @@
+// int8 decoding (runtime/int8_gemm.h, decode.precision: int8): the kernel against products
+// computed here in double, its error against fp32 within the bound its scales allow, the edge cases
+// of quantisation, and decoding with it.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "decoding/search.h"
+#include "decoding/seq2seq_step_model.h"
+#include "model/seq2seq.h"
+#include "runtime/int8_gemm.h"
+#include "runtime/packed_linear.h"
+
+using namespace attnmt;
+
+namespace {
+
+struct Int8Result {
+  std::vector<float> y;
+  Int8Rows rows;
+};
+
+Int8Result multiply(const Int8Matrix& w, const std::vector<float>& x, int64_t m) {
+  Int8Result p;
+  w.quantize(x.data(), m, p.rows);
+  p.y.assign(static_cast<size_t>(m * w.rows()), -1.f);
+  w.multiply(p.rows, 0, w.blocks(), p.y.data(), w.rows());
+  return p;
+}
+
+int qx(const Int8Rows& rows, int64_t r, int64_t k) {
+  return static_cast<int>(rows.values[static_cast<size_t>(r * rows.padded_cols + k)]) - 64;
+}
+
+std::vector<float> random_values(size_t n, float scale) {
+  std::vector<float> v(n);
+  auto t = torch::randn({static_cast<int64_t>(n)}, torch::TensorOptions().dtype(torch::kFloat)) * scale;
+  std::copy(t.data_ptr<float>(), t.data_ptr<float>() + n, v.begin());
+  return v;
+}
+
+// The checks every product must pass, from the definitions in runtime/int8_gemm.h:
+//  - quantisation: sx = max|x| / 63, |x / sx - qx| <= 1/2 (+ rounding), |qx| <= 63; the same for W;
+//  - the product: y = sx sw sum qx qw + b, the integer sum in exact arithmetic (here: int64);
+//  - against fp32: |y - (x W^T + b)| <= sum_k (sx/2 |w_k| + sx |qx_k| sw/2), the error the
+//    scales allow, plus the float rounding of the dequantisation.
+void check_product(const std::vector<float>& w, const std::vector<float>& bias, const std::vector<float>& x,
+                   int64_t m, int64_t n, int64_t k) {
+  Int8Matrix matrix(w.data(), bias.empty() ? nullptr : bias.data(), n, k);
+  REQUIRE(matrix.rows() == n);
+  REQUIRE(matrix.cols() == k);
+  for (int64_t j = 0; j < n; ++j) {
+    double amax = 0;
+    for (int64_t i = 0; i < k; ++i) amax = std::max(amax, std::fabs(static_cast<double>(w[j * k + i])));
+    REQUIRE(matrix.scale(j) == Approx(amax / 127).epsilon(1e-6).margin(1e-30));
+    for (int64_t i = 0; i < k; ++i) {
+      const int q = matrix.value(j, i);
+      REQUIRE(std::abs(q) <= 127);
+      if (matrix.scale(j) > 0) REQUIRE(std::fabs(w[j * k + i] / matrix.scale(j) - q) <= 0.5 + 1e-4);
+    }
+  }
+  auto p = multiply(matrix, x, m);
+  for (int64_t r = 0; r < m; ++r) {
+    double amax = 0;
+    for (int64_t i = 0; i < k; ++i) amax = std::max(amax, std::fabs(static_cast<double>(x[r * k + i])));
+    const double sx = p.rows.scales[static_cast<size_t>(r)];
+    REQUIRE(sx == Approx(amax / 63).epsilon(1e-6).margin(1e-30));
+    for (int64_t i = 0; i < k; ++i) {
+      REQUIRE(std::abs(qx(p.rows, r, i)) <= 63);
+      if (sx > 0) REQUIRE(std::fabs(x[r * k + i] / sx - qx(p.rows, r, i)) <= 0.5 + 1e-4);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const double sw = matrix.scale(j), b = bias.empty() ? 0.0 : bias[j];
+      int64_t sum = 0;
+      double exact = b, bound = 0, magnitude = std::fabs(b);
+      for (int64_t i = 0; i < k; ++i) {
+        sum += static_cast<int64_t>(qx(p.rows, r, i)) * matrix.value(j, i);
+        const double wi = w[j * k + i], xi = x[r * k + i];
+        exact += xi * wi;
+        bound += sx / 2 * std::fabs(wi) + sx * std::abs(qx(p.rows, r, i)) * sw / 2;
+        magnitude += std::fabs(xi * wi);
+      }
+      const double y = p.y[static_cast<size_t>(r * n + j)];
+      const double dequantised = sx * sw * static_cast<double>(sum) + b;
+      INFO("row " << r << " column " << j << " of " << m << " x " << n << " x " << k);
+      // The kernel's own arithmetic: an exact integer sum, one float rounding of the scales and one
+      // of the fused multiply-add.
+      REQUIRE(std::fabs(y - dequantised) <= 4e-7 * (std::fabs(sx * sw * static_cast<double>(sum)) + std::fabs(b)) + 1e-30);
+      REQUIRE(std::fabs(y - exact) <= bound + 4e-7 * magnitude + 1e-30);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("int8 product: per-row scales and values, by hand", "[int8]") {
+  // Row 0: max 2 -> sw = 2/127; 1 -> 63.5 -> 64 (half to even), -2 -> -127, 0.5 -> 31.75 -> 32.
+  // Row 1: all zero -> sw = 0, values 0. Row 2: max 0.3 -> 0.1 -> 42.33 -> 42, 0.2 -> 84.67 -> 85.
+  const std::vector<float> w = {1.f, -2.f, 0.5f, 0.f, 0.f, 0.f, 0.1f, 0.2f, -0.3f};
+  Int8Matrix m(w.data(), nullptr, 3, 3);
+  CHECK(m.scale(0) == Approx(2.0 / 127));
+  CHECK(m.scale(1) == 0.f);
+  CHECK(m.scale(2) == Approx(0.3 / 127));
+  CHECK(std::vector<int>{m.value(0, 0), m.value(0, 1), m.value(0, 2)} == std::vector<int>{64, -127, 32});
+  CHECK(std::vector<int>{m.value(1, 0), m.value(1, 1), m.value(1, 2)} == std::vector<int>{0, 0, 0});
+  CHECK(std::vector<int>{m.value(2, 0), m.value(2, 1), m.value(2, 2)} == std::vector<int>{42, 85, -127});
+  // Input [0.63, -0.126, 0]: sx = 0.01, qx = [63, -13 (-12.6), 0].
+  const std::vector<float> x = {0.63f, -0.126f, 0.f};
+  auto p = multiply(m, x, 1);
+  CHECK(p.rows.scales[0] == Approx(0.01));
+  CHECK(std::vector<int>{qx(p.rows, 0, 0), qx(p.rows, 0, 1), qx(p.rows, 0, 2)} == std::vector<int>{63, -13, 0});
+  // y0 = 0.01 * 2/127 * (63*64 + 13*127) = 0.01 * 2/127 * 5683; y1 = 0 (zero row).
+  CHECK(p.y[0] == Approx(0.01 * 2.0 / 127 * 5683).epsilon(1e-6));
+  CHECK(p.y[1] == 0.f);
+  CHECK(p.y[2] == Approx(0.01 * 0.3 / 127 * (63 * 42 - 13 * 85)).epsilon(1e-6));
+}
+
+TEST_CASE("int8 product equals its definition and stays within the scales' bound of fp32", "[int8]") {
+  torch::manual_seed(1);
+  INFO("AVX2 kernel: " << int8_kernel_avx2());
+  // Shapes around the kernel's blocks: 16 columns, 4 rows, 4 inputs, 48-row chunks.
+  for (const int64_t m : {1, 3, 4, 5, 7, 53}) {
+    for (const int64_t n : {1, 15, 16, 17, 40}) {
+      for (const int64_t k : {1, 3, 4, 5, 37, 64}) {
+        const auto w = random_values(static_cast<size_t>(n * k), 0.3f);
+        const auto x = random_values(static_cast<size_t>(m * k), 1.0f);
+        const auto b = random_values(static_cast<size_t>(n), 0.5f);
+        check_product(w, (n + k) % 2 ? b : std::vector<float>{}, x, m, n, k);
+      }
+    }
+  }
+}
+
+TEST_CASE("int8 product: zero rows, one huge value, saturation at +-127 and +-63", "[int8]") {
+  const int64_t n = 20, k = 300, m = 6;
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k)), b(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    b[j] = 0.25f * static_cast<float>(j);
+    for (int64_t i = 0; i < k; ++i) {
+      float v = 0.01f * static_cast<float>((i * 7 + j * 3) % 19) - 0.09f;
+      if (j == 1) v = 0;                              // a zero weight row: y = b
+      if (j == 2) v = (i == 5) ? 1e4f : v;            // one huge value: the rest rounds to 0
+      if (j == 3) v = 1.f;                            // every product at +127 ...
+      if (j == 4) v = -1.f;                           // ... and at -127
+      w[j * k + i] = v;
+    }
+  }
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t i = 0; i < k; ++i) {
+      float v = 0.1f * static_cast<float>((i * 5 + r) % 13) - 0.6f;
+      if (r == 1) v = 0;               // a zero input row
+      if (r == 2) v = 1.f;             // every input at +63 (the most a pair of products reaches:
+      if (r == 3) v = -1.f;            // 2 x 127 x 127, still inside vpmaddubsw's int16)
+      if (r == 4) v = (i == 0) ? -3e5f : 1e-3f;
+      x[r * k + i] = v;
+    }
+  }
+  check_product(w, b, x, m, n, k);
+  Int8Matrix matrix(w.data(), b.data(), n, k);
+  auto p = multiply(matrix, x, m);
+  for (int64_t r = 0; r < m; ++r) CHECK(p.y[r * n + 1] == b[1]);
+  for (int64_t j = 0; j < n; ++j) CHECK(p.y[1 * n + j] == b[j]);
+  // Saturated both ways: 300 products of +-1 exactly.
+  CHECK(p.y[2 * n + 3] == Approx(k + b[3]).epsilon(1e-6));
+  CHECK(p.y[2 * n + 4] == Approx(-k + b[4]).epsilon(1e-6));
+  CHECK(p.y[3 * n + 3] == Approx(-k + b[3]).epsilon(1e-6));
+  CHECK(p.y[3 * n + 4] == Approx(k + b[4]).epsilon(1e-6));
+  // A NaN in an input row makes that row's outputs NaN, as fp32 would; the others are unaffected.
+  x[5 * k + 7] = std::nanf("");
+  auto q = multiply(matrix, x, m);
+  for (int64_t j = 0; j < n; ++j) {
+    CHECK(std::isnan(q.y[5 * n + j]));
+    CHECK(q.y[0 * n + j] == p.y[0 * n + j]);
+  }
+}
+
+TEST_CASE("PackedLinear int8: any row count, several threads, non-contiguous input", "[int8][packed]") {
+  torch::manual_seed(2);
+  auto w = torch::randn({300, 48}) * 0.2, b = torch::randn({300});
+  PackedLinear packed(w, b, ProductPrecision::kInt8);
+  REQUIRE(packed.packed());
+  REQUIRE(packed.int8());
+  const auto reference = [&](const torch::Tensor& x) { return torch::addmm(b, x, w.t()); };
+  for (int64_t m : {0, 1, 5, 64, 130}) {
+    auto x = torch::randn({m, 48});
+    auto y = packed(x);
+    REQUIRE(y.sizes() == torch::IntArrayRef({m, 300}));
+    if (m == 0) continue;
+    // 7-bit inputs, 8-bit weights: errors of a few percent of the largest output (the bound by the
+    // scales is checked above).
+    CHECK((y - reference(x)).abs().max().item<double>() < 0.05 * reference(x).abs().max().item<double>());
+    CHECK_FALSE(torch::allclose(y, reference(x), 1e-5, 1e-5));
+  }
+  auto wide = torch::randn({7, 96});
+  auto x = wide.narrow(1, 48, 48);
+  CHECK((packed(x) - reference(x)).abs().max().item<double>() < 0.05 * reference(x).abs().max().item<double>());
+  // Each row is quantised on its own: a row's result does not depend on the rows beside it.
+  auto rows = torch::randn({9, 48});
+  auto together = packed(rows);
+  for (int64_t r = 0; r < 9; ++r) CHECK(torch::equal(together[r], packed(rows.narrow(0, r, 1))[0]));
+  std::vector<torch::Tensor> outputs(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      at::set_num_threads(1);
+      for (int r = 0; r < 30; ++r) outputs[i] = packed(rows);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& o : outputs) CHECK(torch::equal(o, together));
+}
+
+namespace {
+
+Seq2Seq small_model(const std::string& rnn, const std::string& style) {
+  torch::manual_seed(4);
+  ModelConfig config;
+  config.embedding_size = 24;
+  config.encoder.hidden_size = 12;
+  config.decoder.hidden_size = 24;
+  config.encoder.rnn = config.decoder.rnn = rnn;
+  config.decoder.style = style;
+  config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
+  config.tie_embeddings = true;
+  VocabSizes vocab;
+  vocab.src = 40;
+  vocab.tgt = 60;
+  Seq2Seq model(config, vocab);
+  model->eval();
+  return model;
+}
+
+// The hypothesis' log-probability from the same int8 step model, fed its tokens one sentence at a
+// time: what beam search scored over many rows must be what the model gives the tokens alone.
+double rescore(Seq2SeqStepModel& step_model, const torch::Tensor& src, const torch::Tensor& len,
+               const Hypothesis& hyp) {
+  auto state = step_model.start(src, len);
+  std::vector<int64_t> out = hyp.tokens;
+  if (hyp.finished) out.push_back(step_model.eos_id());
+  auto prev = torch::full({1}, step_model.bos_id(), torch::kLong);
+  double total = 0;
+  for (const auto token : out) {
+    auto logits = step_model.step(prev, *state, false).logits;
+    total += logits.log_softmax(-1)[0][token].item<double>();
+    prev = torch::full({1}, token, torch::kLong);
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("int8 decoding: close to fp32, and beam scores equal the int8 model's rescoring", "[int8][model]") {
+  for (const std::string rnn : {"lstm", "gru"}) {
+    for (const std::string style : {"luong", "bahdanau"}) {
+      SECTION(rnn + " " + style) {
+        auto model = small_model(rnn, style);
+        torch::NoGradGuard no_grad;
+        Seq2SeqStepModel fp32(model, "fp32", true), int8(model, "int8", true), int8_unpacked(model, "int8", false);
+        REQUIRE(int8.packed());
+        REQUIRE(int8_unpacked.packed());  // int8 has its own packed weights
+        auto src = torch::randint(4, 40, {3, 6}, torch::kLong);
+        auto len = torch::tensor({6, 4, 2}, torch::kLong);
+        auto a = fp32.start(src, len), b = int8.start(src, len);
+        auto prev = torch::full({3}, model->vocab().bos_id, torch::kLong);
+        for (int t = 0; t < 4; ++t) {
+          auto la = fp32.step(prev, *a, false).logits, lb = int8.step(prev, *b, false).logits;
+          REQUIRE_FALSE(torch::equal(la, lb));  // it does run in int8
+          REQUIRE((la.log_softmax(-1) - lb.log_softmax(-1)).abs().max().item<double>() < 0.05);
+          prev = la.argmax(1);
+        }
+        SearchOptions options;
+        options.beam_size = 4;
+        options.n_best = 4;
+        options.length_penalty = 0.0;
+        auto beams = beam_search(int8, src, len, options);
+        for (int64_t s = 0; s < 3; ++s) {
+          const auto one_src = src.narrow(0, s, 1).narrow(1, 0, len[s].item<int64_t>());
+          for (const auto& hyp : beams[s]) {
+            INFO("sentence " << s);
+            CHECK(hyp.log_prob == Approx(rescore(int8, one_src, len.narrow(0, s, 1), hyp)).margin(1e-4));
+          }
+        }
+      }
+    }
+  }
+}
