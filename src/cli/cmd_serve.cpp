@@ -68,7 +68,7 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
       cmd, {{"--beam-size", "decode.beam_size", "Default beam size (a request may ask for another)"},
             {"--n-best", "decode.n_best", "Default n-best"},
             {"--threads", "threads", "Threads (0 = all cores)"},
-            {"--precision", "decode.precision", "fp32 | bf16"},
+            {"--precision", "decode.precision", "fp32 | bf16 | int8"},
             {"--device", "device", "cpu | cuda | cuda:N"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
@@ -103,11 +103,11 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
     const bool cpu = steps.front()->device().is_cpu();
     options.batching = {o->max_batch > 0 ? o->max_batch : (cpu ? 8u : 64u), o->max_wait_ms, o->max_queue, o->workers, cpu};
     options.max_request_sentences = o->max_request;
-    options.max_body_bytes = o->max_body;
-    options.request_timeout_s = o->timeout;
     if (!o->api_key.empty()) validate_api_key(o->api_key);
     options.access.api_key = o->api_key_file.empty() ? o->api_key : read_api_key_file(o->api_key_file);
     options.access.cors_origin = o->cors;
+    options.max_body_bytes = o->max_body;
+    options.request_timeout_s = o->timeout;
     serve(served, options);
 #else
     throw InputError("serve: this attnmt was built without cpp-httplib (Debian: libcpp-httplib-dev)");

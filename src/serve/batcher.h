@@ -57,9 +57,9 @@ class Pending {
   bool cancelled() const;
   const std::vector<std::vector<Translation>>& results() const { return results_; }
   const std::string& error() const { return error_; }  // non-empty if decoding failed
+  bool input_error() const { return input_error_; }     // the failure was the input's (an InputError)
 
  private:
-  bool input_error() const { return input_error_; }     // the failure was the input's (an InputError)
   friend class Batcher;
   mutable std::mutex mutex_;
   std::condition_variable done_;
@@ -67,9 +67,9 @@ class Pending {
   size_t remaining_;
   bool cancelled_ = false;
   std::string error_;
+  bool input_error_ = false;
 };
 
-  bool input_error_ = false;
 struct BatcherLimits {
   size_t max_batch_sentences = 32;
   int max_wait_ms = 10;
@@ -114,8 +114,6 @@ class Batcher {
   void work();
   Lane* oldest_lane();  // the lane whose first entry arrived first; null if all are empty
   void drop_cancelled(Lane& lane);
-
-  BatcherLimits limits_;
   // Decodes one batch; on failure, each sentence alone. Per sentence: its n-best, or an error.
   struct Outcome {
     std::vector<Translation> n_best;
@@ -123,6 +121,8 @@ class Batcher {
     bool input_error = false;
   };
   std::vector<Outcome> decode(const ServedModel& model, const RequestOptions& options, std::vector<std::string> lines);
+
+  BatcherLimits limits_;
   ServerMetrics* metrics_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -132,8 +132,8 @@ class Batcher {
   int busy_ = 0;                    // workers decoding a batch
   double requests_per_batch_ = 1;   // moving average over recent batches
   bool stopping_ = false;
+  std::string fail_sentence_;  // the test-only hook (ATTNMT_TEST_FAIL_SENTENCE); empty: off
   std::vector<std::thread> workers_;
 };
-  std::string fail_sentence_;  // the test-only hook (ATTNMT_TEST_FAIL_SENTENCE); empty: off
 
 }  // namespace attnmt

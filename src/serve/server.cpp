@@ -148,13 +148,6 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
   server.set_keep_alive_max_count(10000);
   server.set_tcp_nodelay(true);  // headers and body go in two writes: without it Nagle holds the body for the client's delayed ACK
   std::atomic<bool> stopping{false};
-
-  // Every translate endpoint: parse, answer, count.
-  auto endpoint = [&](const std::string& name, auto handle) {
-    return [&, name, handle](const httplib::Request& req, httplib::Response& res) {
-      const auto start = Clock::now();
-      try {
-        if (stopping) throw HttpError{503, "the server is stopping"};
   if (options.access.api_key.empty() && !is_loopback_host(options.host)) {
     spdlog::warn("[serve] listening on {}, which is not a loopback address, and no --api-key is set: anyone who "
                  "can reach this port can use it", options.host);
@@ -173,12 +166,19 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     }
     return httplib::Server::HandlerResponse::Handled;
   });
+
+  // Every translate endpoint: parse, answer, count.
+  auto endpoint = [&](const std::string& name, auto handle) {
+    return [&, name, handle](const httplib::Request& req, httplib::Response& res) {
+      const auto start = Clock::now();
+      metrics.accepted();
+      try {
+        if (stopping) throw HttpError{503, "the server is stopping"};
         reply(res, 200, handle(parse_json_body(req.body), req));
       } catch (const HttpError& e) {
         reply(res, e.status, {{"error", e.message}});
         if (e.status == 503) res.set_header("Retry-After", "1");
       } catch (const std::exception& e) {
-      metrics.accepted();
         reply(res, 500, {{"error", std::string("internal error: ") + e.what()}});
       }
       metrics.request(name, res.status, std::chrono::duration<double>(Clock::now() - start).count());
@@ -190,9 +190,6 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
               }));
   server.Post("/v1/translate", endpoint("/v1/translate", [&](const json& body, const httplib::Request& req) {
                 return v1_translate(body, req, models, batcher, options, metrics);
-              }));
-  server.Post("/v1/translate", endpoint("/v1/translate", [&](const json& body) {
-                return v1_translate(body, models, batcher, options);
               }));
   server.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
     json list = json::array();
