@@ -95,6 +95,8 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
       const auto& m = loaded.back();
       steps.push_back(make_step_model(m.model, m.config.decode, m.lexicon));
       served.push_back({name, m.checkpoint, steps.back().get(), &m.tokenizers, translate_options(m.config.decode)});
+      served.back().attention = m.config.model.attention.type;
+      served.back().streams = attention_streams(m.config.model.attention);
     }
     configure_compute(loaded.front().config.threads, loaded.front().config.gemm);
     ServeOptions options;

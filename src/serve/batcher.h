@@ -35,6 +35,8 @@ struct ServedModel {
   StepModel* step = nullptr;
   const Tokenizers* tokenizers = nullptr;
   TranslateOptions defaults;  // the model's decode.* with the server's settings
+  std::string attention;      // model.attention.type, for the page and GET /v1/models
+  bool streams = false;       // its attention can decode as a stream (POST /v1/stream)
 };
 
 // What a request may choose per call; sentences are batched only with others of the same.

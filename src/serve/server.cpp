@@ -12,6 +12,8 @@
 
 #include "serve/access.h"
 #include "serve/connection.h"
+#include "serve/page.h"
+#include "serve/page_api.h"
 #include "serve/request.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -94,7 +96,9 @@ std::vector<std::vector<Translation>> translate(Batcher& batcher, const ServedMo
 }
 
 json attention_json(const Translation& t) {
-  return {{"src", t.src_pieces}, {"tgt", t.tgt_pieces}, {"weights", t.attention}};
+  json a = {{"src", t.src_pieces}, {"tgt", t.tgt_pieces}, {"weights", t.attention}};
+  a.update(word_alignment_json(t));  // src_words, tgt_words, links
+  return a;
 }
 
 // POST /translator/translate (OpenNMT-py): a list of {"src", "id"?}; every input's n-best entries,
@@ -191,11 +195,23 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
   server.Post("/v1/translate", endpoint("/v1/translate", [&](const json& body, const httplib::Request& req) {
                 return v1_translate(body, req, models, batcher, options, metrics);
               }));
+  // The translation page (serve/page.h) and the endpoints it added (serve/page_api.h).
+  std::timed_mutex stream_gate;
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    for (const auto& [key, value] : page_headers()) res.set_header(key, value);
+    res.set_content(page_html(), "text/html; charset=utf-8");
+  });
+  server.Post("/v1/score", endpoint("/v1/score", [&](const json& body, const httplib::Request&) {
+                return score_json(body, options.max_request_sentences, options.max_sentence_bytes);
+              }));
+  server.Post("/v1/stream", endpoint("/v1/stream", [&](const json& body, const httplib::Request&) {
+                return stream_json(body, models, options, stream_gate);
+              }));
   server.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
     json list = json::array();
     for (const auto& m : models) {
       list.push_back({{"name", m.name}, {"path", m.path}, {"beam_size", m.defaults.search.beam_size},
-                      {"n_best", m.defaults.search.n_best}});
+                      {"n_best", m.defaults.search.n_best}, {"attention", m.attention}, {"streaming", m.streams}});
     }
     reply(res, 200, {{"models", list}});
   });

@@ -5,7 +5,10 @@
 //                                or its index in --model order; default the first)
 //   POST /v1/translate           {"model"?, "text": [...], "beam_size"?, "n_best"?, "attention"?} ->
 //                                {"model", "translations": [[{"text", "score", "log_prob", "tokens",
-//                                "attention"?: {"src", "tgt", "weights"}}, ...n_best], ...]}
+//                                "attention"?: {"src", "tgt", "weights", "src_words", "tgt_words",
+//                                "links"}}, ...n_best], ...]}
+//   POST /v1/stream, /v1/score   streaming decoding, BLEU / chrF (serve/page_api.h)
+//   GET  /                       the translation page (serve/page.h)
 //   GET  /v1/models, /health, /metrics (Prometheus text)
 // With --api-key, every endpoint but GET /health and GET / answers 401 without
 // `Authorization: Bearer KEY` (serve/access.h). Errors are JSON {"error": "..."}: 400 (not UTF-8,

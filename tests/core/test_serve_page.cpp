@@ -1,0 +1,336 @@
+// The translation page of `attnmt serve` (GET /) in a real browser: headless Chromium opens a
+// shareable link (/?text=...&model=...), whose page fills the box and translates by itself, and
+// the test reads the DOM it built: the translation against `attnmt translate`'s, the heatmap's
+// cells against the API's attention, the compare view's models and BLEU, the streaming view's
+// steps against `translate --streaming --delays`, an injected source that must stay text, and the
+// server's errors as messages. Skipped with a message where Chromium or cpp-httplib is missing
+// (a failure in CI).
+#include <catch2/catch.hpp>
+
+#if __has_include(<httplib.h>)
+#include <httplib.h>
+#define ATTNMT_TEST_HTTP 1
+#endif
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "eval/metrics.h"
+#include "program.h"
+#include "util/text_io.h"
+
+using namespace attnmt::test;
+using Catch::Matchers::Contains;
+using json = nlohmann::json;
+
+#ifdef ATTNMT_TEST_HTTP
+namespace {
+
+const std::string kData = ATTNMT_TEST_DATA_DIR;
+
+// `attnmt serve --port 0 ARGS` in the background; its port once it listens; killed at the end.
+struct PageServer {
+  fs::path dir;
+  int port = 0;
+  PageServer(const fs::path& d, const std::string& args) : dir(d) {
+    fs::remove(dir / "serve.log");  // a previous server's, whose port line would be read
+    shell("( " + std::string(ATTNMT_BINARY) + " serve --port 0 " + args + " > " + (dir / "serve.log").string() +
+          " 2>&1 & echo $! > " + (dir / "serve.pid").string() + " ) > /dev/null 2>&1");
+    for (int i = 0; i < 600 && port == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const auto log = log_text();
+      const auto at = log.find("on http://127.0.0.1:");
+      if (at != std::string::npos) port = std::stoi(log.substr(at + 20));
+    }
+    pid = attnmt::read_file((dir / "serve.pid").string());
+    pid.erase(pid.find_last_not_of(" \n") + 1);
+  }
+  std::string log_text() const {
+    return fs::exists(dir / "serve.log") ? attnmt::read_file((dir / "serve.log").string()) : "";
+  }
+  ~PageServer() {
+    if (!pid.empty()) shell("kill -KILL " + pid + " 2>/dev/null");
+  }
+  std::string pid;
+};
+
+json post(int port, const std::string& path, const json& body, int* status = nullptr) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(120, 0);
+  auto r = client.Post(path.c_str(), body.dump(), "application/json");
+  REQUIRE(r);
+  if (status) *status = r->status;
+  return json::parse(r->body);
+}
+
+std::string url_encode(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// Text as the DOM serializer writes it inside an element.
+std::string as_html_text(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The text of the first <span class="hyp-text"> after `from`.
+std::string hyp_text(const std::string& dom, size_t from = 0) {
+  const std::string open = "<span class=\"hyp-text\">";
+  const auto at = dom.find(open, from);
+  if (at == std::string::npos) return "<none>";
+  const auto begin = at + open.size();
+  return dom.substr(begin, dom.find("</span>", begin) - begin);
+}
+
+// The text of <div id="message">, "" while it is hidden.
+std::string message(const std::string& dom) {
+  static const std::regex shown(R"re(<div id="message" class="message (\w+)" role="alert">([^<]*)</div>)re");
+  std::smatch m;
+  return std::regex_search(dom, m, shown) ? m[1].str() + ": " + m[2].str() : "";
+}
+
+struct Browser {
+  std::string program;
+  fs::path profile;
+  int port;
+  // The DOM once the page has run (virtual time does not advance while a request is pending, so
+  // the budget is spent after the page's calls are answered).
+  std::string dom(const std::string& query) const {
+    return shell(program + " " + flags() + " --virtual-time-budget=30000 --dump-dom \"" + url(query) +
+                 "\" 2>/dev/null");
+  }
+  std::string url(const std::string& query) const { return "http://127.0.0.1:" + std::to_string(port) + "/" + query; }
+  std::string flags() const {
+    return "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" + profile.string();
+  }
+};
+
+}  // namespace
+#endif
+
+TEST_CASE("serve page in a real browser: translation, heatmap, compare, streaming, escaping, errors",
+          "[serve][browser][e2e]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY(
+      "SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): the page was not tested");
+  return;
+#else
+  const auto program = chromium();
+  if (program.empty()) {
+    ATTNMT_MISSING_DEPENDENCY(
+        "SKIPPED: no chromium on this machine (scripts/install_deps.sh --test installs it): the page was not tested");
+    return;
+  }
+  auto dir = temp_dir("page");
+  // Two tiny models: global attention, and hard monotonic attention whose head starts out
+  // stopping often (score_bias_init 0), so that it writes before the end of its source.
+  write(dir / "gen.yaml", tiny_config(dir / "gen", 80));
+  auto mono_config = tiny_config(dir / "mono", 300);
+  const std::string global = "attention: {type: luong_general}";
+  mono_config.replace(mono_config.find(global), global.size(), "attention: {type: monotonic, score_bias_init: 0.0}");
+  write(dir / "mono.yaml", mono_config);
+  for (const char* name : {"gen", "mono"}) {
+    const auto r = run("train " + (dir / (std::string(name) + ".yaml")).string());
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+  }
+  const std::string line = attnmt::read_lines(kData + "/tiny.de").at(0);
+  const std::string reference = attnmt::read_lines(kData + "/tiny.en").at(0);
+  write(dir / "line.txt", line + "\n");
+  auto r = run("translate --model " + (dir / "gen").string() + " --input " + (dir / "line.txt").string() +
+               " --beam-size 3 --output " + (dir / "want.txt").string());
+  REQUIRE(r.status == 0);
+  const auto want = attnmt::read_lines((dir / "want.txt").string()).at(0);
+  r = run("translate --model " + (dir / "mono").string() + " --input " + (dir / "line.txt").string() +
+          " --streaming --output " + (dir / "stream.txt").string() + " --delays " + (dir / "delays.txt").string());
+  REQUIRE(r.status == 0);
+  const auto delays_line = attnmt::read_lines((dir / "delays.txt").string()).at(0);  // "lagging<TAB>g(1) g(2) ..."
+  const double want_lagging = std::stod(delays_line.substr(0, delays_line.find('\t')));
+  std::vector<int> want_delays;
+  {
+    std::istringstream in(delays_line.substr(delays_line.find('\t') + 1));
+    for (int d; in >> d;) want_delays.push_back(d);
+  }
+  REQUIRE(!want_delays.empty());
+
+  {
+    PageServer server(
+        dir, "--model gen=" + (dir / "gen").string() + " --model mono=" + (dir / "mono").string() + " --beam-size 3");
+    INFO(server.log_text());
+    REQUIRE(server.port > 0);
+    const Browser browser{program, dir / "profile", server.port};
+    const std::string text = "?text=" + url_encode(line);
+
+    {  // translate view: the translation, and a heatmap cell per source x target subword with the API's weight
+      const auto api = post(server.port, "/v1/translate",
+                            {{"model", "gen"}, {"text", {line}}, {"beam_size", 3}, {"n_best", 1}, {"attention", true}});
+      const auto& best = api["translations"][0][0];
+      REQUIRE(best["text"] == want);
+      const auto& attention = best["attention"];
+      const size_t rows = attention["tgt"].size(), cols = attention["src"].size();
+      REQUIRE(rows > 1);
+      REQUIRE(cols > 1);
+
+      const auto dom = browser.dom(text + "&model=gen");
+      INFO(dom.substr(0, 3000));
+      REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
+      CHECK(message(dom).empty());
+      CHECK(hyp_text(dom, dom.find("id=\"translations\"")) == as_html_text(want));
+      CHECK_THAT(dom, Contains("<p class=\"source\">" + as_html_text(line) + "</p>"));
+      CHECK_THAT(dom,
+                 Contains("data-rows=\"" + std::to_string(rows) + "\" data-cols=\"" + std::to_string(cols) + "\""));
+      static const std::regex cell(R"re(<td data-t="(\d+)" data-s="(\d+)" data-weight="([^"]+)")re");
+      std::map<std::pair<size_t, size_t>, double> cells;
+      for (std::sregex_iterator it(dom.begin(), dom.end(), cell), end; it != end; ++it) {
+        cells[{std::stoul((*it)[1]), std::stoul((*it)[2])}] = std::stod((*it)[3]);
+      }
+      REQUIRE(cells.size() == rows * cols);
+      for (size_t t = 0; t < rows; ++t) {
+        for (size_t s = 0; s < cols; ++s) {
+          INFO("cell " << t << ", " << s);
+          CHECK(std::abs(cells.at({t, s}) - attention["weights"][t][s].get<double>()) < 1e-6);
+        }
+      }
+      // the subword labels, and the word links the server drew from the same attention
+      for (const auto& piece : attention["src"]) CHECK_THAT(dom, Contains(">" + as_html_text(piece) + "</th>"));
+      size_t links = 0;
+      for (const auto& link : attention["links"]) {
+        links += count(dom, "data-src=\"" + std::to_string(link[0].get<int>()) + "\" data-tgt=\"" +
+                                std::to_string(link[1].get<int>()) + "\"");
+      }
+      CHECK(links == attention["links"].size());
+      CHECK(count(dom, "<li data-src=") == attention["links"].size());
+      CHECK(attention["links"].size() == attention["tgt_words"].size());  // one link per target word (argmax)
+    }
+
+    {  // compare view: both models side by side, with the server's BLEU and chrF against the reference
+      std::map<std::string, std::string> best;
+      for (const char* name : {"gen", "mono"}) {
+        best[name] = post(server.port, "/v1/translate",
+                          {{"model", name}, {"text", {line}}, {"beam_size", 3}})["translations"][0][0]["text"];
+      }
+      const auto dom = browser.dom(text + "&compare=gen,mono&ref=" + url_encode(reference));
+      INFO(dom.substr(0, 3000));
+      REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
+      CHECK(message(dom).empty());
+      CHECK(count(dom, "class=\"heatmap\"") == 2);
+      for (const char* name : {"gen", "mono"}) {
+        const auto at = dom.find("<div class=\"column\" data-model=\"" + std::string(name) + "\">");
+        REQUIRE(at != std::string::npos);
+        CHECK(hyp_text(dom, at) == as_html_text(best[name]));
+        const auto bleu = attnmt::corpus_bleu({best[name]}, {reference});
+        const auto chrf = attnmt::corpus_chrf({best[name]}, {reference});
+        static const std::regex scores(R"re(data-bleu="([^"]+)" data-chrf="([^"]+)")re");
+        std::smatch m;
+        const std::string column = dom.substr(at, 400);
+        REQUIRE(std::regex_search(column, m, scores));
+        CHECK(std::stod(m[1]) == Approx(bleu.score).margin(1e-9));
+        CHECK(std::stod(m[2]) == Approx(chrf.score).margin(1e-9));
+      }
+      CHECK(best["gen"] == want);
+    }
+
+    {  // streaming view: a step per target subword, with the source subwords translate --streaming read
+      const auto dom = browser.dom(text + "&model=mono&view=stream");
+      INFO(dom.substr(0, 3000));
+      REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
+      CHECK(message(dom).empty());
+      static const std::regex step(R"re(<li class="step[^"]*" data-step="(\d+)" data-read="(\d+)")re");
+      std::vector<int> steps;
+      for (std::sregex_iterator it(dom.begin(), dom.end(), step), end; it != end; ++it) {
+        CHECK(std::stoi((*it)[1]) == static_cast<int>(steps.size()));
+        steps.push_back(std::stoi((*it)[2]));
+      }
+      CHECK(steps == want_delays);
+      static const std::regex lagging(R"re(class="stream" data-model="mono" data-lagging="([^"]+)")re");
+      std::smatch m;
+      REQUIRE(std::regex_search(dom, m, lagging));
+      CHECK(std::stod(m[1]) == Approx(want_lagging).margin(5e-5));
+      // what it wrote is what translate --streaming wrote
+      const auto api = post(server.port, "/v1/stream", {{"model", "mono"}, {"text", {line}}});
+      CHECK(api["streams"][0]["text"] == attnmt::read_lines((dir / "stream.txt").string()).at(0));
+      CHECK(api["streams"][0]["delays"].get<std::vector<int> >() == want_delays);
+      // a model that cannot stream: the server refuses, the page says why
+      int status = 0;
+      const auto refused = post(server.port, "/v1/stream", {{"model", "gen"}, {"text", {line}}}, &status);
+      CHECK(status == 400);
+      CHECK_THAT(refused["error"].get<std::string>(), Contains("cannot stream"));
+      const auto note = browser.dom(text + "&model=gen&view=stream");
+      CHECK_THAT(message(note), Contains("cannot stream"));
+    }
+
+    {  // an injected source is shown as text and runs nothing
+      const std::string attack =
+          "<img src=x onerror=\"document.title='pwned';document.body.appendChild(document.createElement('pwned'))\">"
+          "<script>document.title='pwned'</script><b>bold</b>";
+      for (const std::string view : {"&model=gen", "&compare=gen,mono", "&model=mono&view=stream"}) {
+        INFO(view);
+        const auto dom = browser.dom("?text=" + url_encode(attack) + view);
+        REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
+        CHECK_THAT(dom, Contains("<title>attnmt</title>"));
+        CHECK(count(dom, "<pwned") == 0);
+        CHECK(count(dom, "<img src=\"x\"") == 0);  // an element would be serialized with quotes
+        CHECK(count(dom, "<b>bold") == 0);
+        CHECK(message(dom).empty());
+      }
+      const auto dom = browser.dom("?text=" + url_encode(attack) + "&model=gen");
+      CHECK_THAT(dom, Contains("<p class=\"source\">" + as_html_text(attack) + "</p>"));
+    }
+
+    {  // the server's errors are messages on the page
+      auto dom = browser.dom(text + "&model=gen&beam=99");
+      CHECK(message(dom) == "error: 400: beam_size: expected an integer from 1 to 32, got 99");
+      dom = browser.dom(text + "&model=nope");
+      CHECK_THAT(message(dom), Contains("error: 404: unknown model \"nope\" (models: gen, mono)"));
+      dom = browser.dom("?text=" + std::string(5000, 'a') + "&model=gen");
+      CHECK_THAT(message(dom), Contains("error: 413: sentence 0 has 5000 bytes (at most 4096)"));
+      dom = browser.dom(text + "&compare=gen,mono&ref=" + url_encode("one\ntwo"));
+      CHECK_THAT(message(dom), Contains("error: 400: hypotheses has 1 lines but references 2"));
+      CHECK_THAT(dom, Contains("data-ready=\"true\""));  // the page still works
+    }
+  }
+  {  // with --api-key the page loads without the key, and the server's 401 is a message asking for it
+    PageServer keyed(dir, "--model gen=" + (dir / "gen").string() + " --api-key page-test-key");
+    INFO(keyed.log_text());
+    REQUIRE(keyed.port > 0);
+    const Browser locked{program, dir / "profile", keyed.port};
+    const auto dom = locked.dom("?text=" + url_encode(line) + "&model=gen");
+    CHECK_THAT(dom, Contains("data-ready=\"true\""));
+    CHECK_THAT(message(dom), Contains("error: 401: "));
+    CHECK_THAT(message(dom), Contains("enter the server's API key"));
+    CHECK(count(dom, "class=\"hyp") == 0);
+  }
+  fs::remove_all(dir);
+#endif
+}
