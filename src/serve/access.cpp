@@ -48,8 +48,8 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 AccessDecision check_access(const AccessOptions& options, const std::string& method, const std::string& path,
                             const std::string& authorization, const std::string& origin) {
   AccessDecision d;
-  const bool cors = !options.cors_origin.empty() && !origin.empty() &&
-                    (options.cors_origin == "*" || options.cors_origin == origin);
+  const bool cors =
+      !options.cors_origin.empty() && !origin.empty() && (options.cors_origin == "*" || options.cors_origin == origin);
   if (cors) {
     d.headers.emplace_back("Access-Control-Allow-Origin", options.cors_origin == "*" ? "*" : origin);
     d.headers.emplace_back("Vary", "Origin");

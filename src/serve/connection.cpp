@@ -65,7 +65,7 @@ bool peer_closed(int socket) {
   if (socket < 0) return false;
   char byte;
   const ssize_t n = ::recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) return true;  // end of file: the client shut its side
+  if (n == 0) return true;                                                      // end of file: the client shut its side
   if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;  // reset
   return false;
 }

@@ -16,7 +16,7 @@ size_t find_model(const std::vector<ModelChoice>& models, const json& id) {
   if (!id.is_string() && !id.is_number_integer()) {
     throw HttpError{400, "model id: expected a name or an index, got " + std::string(id.type_name())};
   }
-  const std::string name = id.is_string() ? id.get<std::string>()
+  const std::string name = id.is_string()            ? id.get<std::string>()
                            : id.is_number_unsigned() ? std::to_string(id.get<uint64_t>())
                                                      : std::to_string(id.get<int64_t>());
   for (size_t i = 0; i < models.size(); ++i) {
