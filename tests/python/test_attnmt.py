@@ -159,6 +159,11 @@ class TranslatorTest(unittest.TestCase):
         self.assertEqual(tr.settings["precision"], "bf16")
         self.assertEqual([r[0].text for r in tr.translate(LINES)], self.cli("--precision", "bf16"))
 
+    def test_int8_equals_the_programs(self):
+        tr = attnmt.Translator(str(self.model), threads=1, precision="int8")
+        self.assertEqual(tr.settings["precision"], "int8")
+        self.assertEqual([r[0].text for r in tr.translate(LINES)], self.cli("--precision", "int8"))
+
     def test_bad_input_is_a_python_error_naming_it(self):
         with self.assertRaises(FileNotFoundError):
             attnmt.Translator(str(self.tmp / "no_such_model.pt"))
