@@ -189,6 +189,20 @@ TEST_CASE("serve page in a real browser: translation, heatmap, compare, streamin
         dir, "--model gen=" + (dir / "gen").string() + " --model mono=" + (dir / "mono").string() + " --beam-size 3");
     INFO(server.log_text());
     REQUIRE(server.port > 0);
+    {  // the page itself: HTML with a policy that runs its own script only; it never writes markup
+      httplib::Client client("127.0.0.1", server.port);
+      const auto page = client.Get("/");
+      REQUIRE(page);
+      CHECK(page->status == 200);
+      CHECK_THAT(page->get_header_value("Content-Type"), Contains("text/html"));
+      CHECK_THAT(page->get_header_value("Content-Security-Policy"), Contains("script-src 'sha256-"));
+      CHECK_THAT(page->get_header_value("Content-Security-Policy"), Contains("connect-src 'self'"));
+      CHECK(page->body.find("innerHTML") == std::string::npos);
+      for (const char* fetched : {"<script src", "<link", "url(", "@import", "<iframe"}) {
+        INFO(fetched);
+        CHECK(page->body.find(fetched) == std::string::npos);  // nothing loaded from a file or another origin
+      }
+    }
     const Browser browser{program, dir / "profile", server.port};
     const std::string text = "?text=" + url_encode(line);
 
