@@ -171,20 +171,21 @@ void Batcher::work() {
       std::lock_guard<std::mutex> lock(mutex_);
       --busy_;
     }
+    // Counted before the requests are answered, so that /metrics read after an answer includes it.
     size_t translated = 0;
+    for (const auto& o : outcomes) translated += o.error.empty() ? 1 : 0;
+    if (metrics_) metrics_->sentences(translated);
     for (size_t i = 0; i < items.size(); ++i) {
       auto& p = *items[i].pending;
       std::lock_guard<std::mutex> lock(p.mutex_);
       if (outcomes[i].error.empty()) {
         p.results_[items[i].index] = std::move(outcomes[i].n_best);
-        ++translated;
       } else if (p.error_.empty()) {
         p.error_ = outcomes[i].error;
         p.input_error_ = outcomes[i].input_error;
       }
       if (--p.remaining_ == 0) p.done_.notify_all();
     }
-    if (metrics_) metrics_->sentences(translated);
   }
 }
 
