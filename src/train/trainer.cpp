@@ -59,6 +59,28 @@ namespace fs = std::filesystem;
 
 namespace {
 
+std::string in_use_message(const std::string& save_dir, const std::string& pid) {
+  return "train.save_dir '" + save_dir + "' is in use by another attnmt train (pid " + pid + ")";
+}
+
+// The pid of the training that holds SAVE_DIR/train.lock now, if one does; creates nothing (a
+// refusal before any work must leave the directory as it was).
+std::optional<std::string> save_dir_holder(const std::string& save_dir) {
+  const auto path = (fs::path(save_dir) / "train.lock").string();
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> holder;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    char buf[32] = {0};
+    const auto n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+    holder = std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return holder;
+}
+
 // Holds SAVE_DIR/train.lock (flock) for the life of a training run.
 class SaveDirLock {
  public:
@@ -70,8 +92,7 @@ class SaveDirLock {
       const auto n = ::pread(fd_, buf, sizeof(buf) - 1, 0);
       ::close(fd_);
       fd_ = -1;
-      throw InputError("train.save_dir '" + save_dir + "' is in use by another attnmt train (pid " +
-                       std::string(buf, n > 0 ? static_cast<size_t>(n) : 0) + ")");
+      throw InputError(in_use_message(save_dir, std::string(buf, n > 0 ? static_cast<size_t>(n) : 0)));
     }
     const auto pid = std::to_string(::getpid());
     if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
@@ -908,6 +929,8 @@ static void check_bf16_kernels(const TrainRequest& request) {
 static void check_resumable(const TrainRequest& request) {
   if (!request.resume || request.distributed) return;
   const auto& dir = request.config.train.save_dir;
+  // A run still going there is the first thing to say (it may not have written a checkpoint yet).
+  if (const auto holder = save_dir_holder(dir)) throw InputError(in_use_message(dir, *holder));
   const auto checkpoints = list_step_checkpoints(dir);
   if (checkpoints.empty()) {
     throw InputError("--resume: no checkpoint in train.save_dir '" + dir +
