@@ -87,7 +87,26 @@ int resolve_threads(int threads) {
   return threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-// GFLOP/s of one product shape (median of 3 timings of >= 0.1 s each): forward [m,k]x[k,n] and
+// GFLOP/s of `run` doing `flops` per call: the median of 3 timings of >= 0.1 s each, each after
+// one call to warm up (caches, oneDNN's JIT).
+double median_gflops(double flops, const std::function<void()>& run) {
+  std::vector<double> rates;
+  for (int rep = 0; rep < 3; ++rep) {
+    run();
+    int64_t iters = 0;
+    const auto start = Clock::now();
+    double seconds = 0;
+    do {
+      run();
+      ++iters;
+      seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (seconds < 0.1);
+    rates.push_back(flops * static_cast<double>(iters) / seconds / 1e9);
+  }
+  return stats_of(rates).median;
+}
+
+// GFLOP/s of one product shape (median_gflops): forward [m,k]x[k,n] and
 // the two backward orientations ([m,n]x[n,k]^T-like and [k,m]x[m,n]), averaged by time.
 double gemm_gflops(const GemmShape& s, int64_t batch, torch::Dtype dtype) {
   const auto opt = torch::TensorOptions().dtype(dtype);
@@ -105,20 +124,9 @@ double gemm_gflops(const GemmShape& s, int64_t batch, torch::Dtype dtype) {
   }
   const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n) *
                        static_cast<double>(s.batched ? batch : 1) * static_cast<double>(products.size());
-  std::vector<double> rates;
-  for (int rep = 0; rep < 3; ++rep) {
-    for (auto& p : products) p();  // warm-up
-    int64_t iters = 0;
-    const auto start = Clock::now();
-    double seconds = 0;
-    do {
-      for (auto& p : products) p();
-      ++iters;
-      seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (seconds < 0.1);
-    rates.push_back(flops * static_cast<double>(iters) / seconds / 1e9);
-  }
-  return stats_of(rates).median;
+  return median_gflops(flops, [&] {
+    for (auto& p : products) p();
+  });
 }
 
 // The model's ceiling: the time its products would take at the measured rates, as GFLOP/s.
@@ -140,26 +148,13 @@ json gemm_ceiling(const ModelArithmetic& arith, int64_t batch, torch::Dtype dtyp
 
 // Decoding's products: y = x W^T for one step's rows (a batch's sentences x beams), forward only,
 // as decoding runs them (runtime/packed_linear.h: oneDNN's packed fp32, or the int8 kernel).
-// GFLOP/s, median of 3 timings of >= 0.1 s each.
+// GFLOP/s (median_gflops).
 double decode_gflops(int64_t m, int64_t k, int64_t n, ProductPrecision precision) {
   torch::NoGradGuard no_grad;
   const auto x = torch::randn({m, k}), w = torch::randn({n, k}) * 0.1;
   const PackedLinear linear(w, torch::Tensor(), precision);
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
-  std::vector<double> rates;
-  for (int rep = 0; rep < 3; ++rep) {
-    linear(x);  // warm-up (and the kernel's JIT)
-    int64_t iters = 0;
-    const auto start = Clock::now();
-    double seconds = 0;
-    do {
-      linear(x);
-      ++iters;
-      seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (seconds < 0.1);
-    rates.push_back(flops * static_cast<double>(iters) / seconds / 1e9);
-  }
-  return stats_of(rates).median;
+  return median_gflops(flops, [&] { linear(x); });
 }
 
 // What a decoder step multiplies per row (every product after the encoder and the attention's

@@ -46,7 +46,6 @@ class Int8Matrix {
   // The quantised weight qw[n, k] and its scale sw[n] (tests and the int8 export).
   int8_t value(int64_t n, int64_t k) const;
   float scale(int64_t n) const { return scales_[static_cast<size_t>(n)]; }
-  size_t bytes() const { return packed_.size() + 12 * scales_.size(); }
 
   // x [m, cols()] row-major -> rows quantised for this matrix.
   void quantize(const float* x, int64_t m, Int8Rows& out) const;
