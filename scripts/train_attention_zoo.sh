@@ -6,8 +6,8 @@
 # training from data.test), best valid perplexity, parameters, training target tokens/s (median of
 # the run's report lines), steps and wall time. A config whose save dir already holds a finished
 # run (a "test" line in log.jsonl) is not trained again, so the script can be stopped and re-run.
-# A finished run's log.jsonl is copied to docs/zoo_logs/NAME.jsonl (committed), so the table
-# outlives runs/: a row comes from runs/ while it trains, else from docs/zoo_logs/, else (no log
+# A finished run's log.jsonl is copied to results/zoo_logs/NAME.jsonl (committed), so the table
+# outlives runs/: a row comes from runs/ while it trains, else from results/zoo_logs/, else (no log
 # at all) it is carried over from the previous docs/attention_results.md with a mark in its note.
 #   scripts/train_attention_zoo.sh [NAME ...]     (default: all but default, quickstart, best*)
 #   scripts/train_attention_zoo.sh --table     (no training: the table of what is trained)
@@ -33,9 +33,9 @@ for f in configs/multi30k_de_en/*.yaml; do
 done
 if (($#)); then names=("$@"); else names=("${all[@]}"); fi
 finished() { [ -f "$1" ] && grep -q '"type":"test"' "$1"; }
-keep_log() {  # a finished run's log goes to docs/zoo_logs/, where git keeps it
+keep_log() {  # a finished run's log goes to results/zoo_logs/, where git keeps it
   local log=runs/multi30k_de_en/$1/log.jsonl
-  if finished "$log"; then mkdir -p docs/zoo_logs && cp "$log" "docs/zoo_logs/$1.jsonl"; fi
+  if finished "$log"; then mkdir -p results/zoo_logs && cp "$log" "results/zoo_logs/$1.jsonl"; fi
 }
 for n in "${names[@]}"; do
   keep_log "$n"
@@ -72,8 +72,8 @@ if os.path.exists("docs/attention_results.md"):
 rows = []
 for name in sys.argv[1:]:
     path = f"runs/multi30k_de_en/{name}/log.jsonl"
-    if not has_test(path) and os.path.exists(f"docs/zoo_logs/{name}.jsonl"):
-        path = f"docs/zoo_logs/{name}.jsonl"  # a finished run beats one in progress
+    if not has_test(path) and os.path.exists(f"results/zoo_logs/{name}.jsonl"):
+        path = f"results/zoo_logs/{name}.jsonl"  # a finished run beats one in progress
     if not os.path.exists(path):
         if name in previous and previous[name][3] != "–":
             c = previous[name]
@@ -114,7 +114,7 @@ summary = (f"{sum(r['bleu'] is not None for r in rows)} of {len(sys.argv) - 1} c
            "of the run's report lines on a shared 2-core machine.")
 if any(mark in r["note"] for r in rows):
     summary += (" † A row carried over from the previous table: its run's log.jsonl was lost with the "
-                "machine that trained it (finished logs are kept in docs/zoo_logs/ now).")
+                "machine that trained it (finished logs are kept in results/zoo_logs/ now).")
 with open("docs/attention_results.md", "w") as f:
     f.write("# Attention variants on Multi30k de→en (test_2016_flickr, beam 5)\n\n"
             "Written by `scripts/train_attention_zoo.sh` from each run's own `log.jsonl`: " + summary +
