@@ -6,9 +6,9 @@
 // G ("group") is the number of consecutive query rows that read one memory row: 1 when the
 // memory has a row per query, K in beam search when the memory keeps one row per sentence for
 // its K beams. Written with tensors, both are an element-wise product into a fresh [N, S, D]
-// block and a sum over it: in a LibTorch profile of beam 5 over test_2016_flickr (1 worker),
-// `aten::mul` was 40% of the operators' time. These loops read each memory row once per query
-// row and write only the result.
+// block and a sum over it, and in beam search that `aten::mul` took a large share of the
+// operators' time (docs/performance.md, "Decoding's attention products as loops"). These loops
+// read each memory row once per query row and write only the result.
 //
 // They run only where no gradient is wanted (decoding: InferenceMode or no tensor that requires
 // one), on the CPU, in float; `inference_products_apply` says when. Elsewhere the callers keep

@@ -3,9 +3,9 @@
 // never written out.
 //
 // Beam search's step was: log_softmax over [N, V] in place, add each row's running score, then
-// topk over each sentence's [K * V] (a copy of every value and index, then a partial sort). In a
-// LibTorch profile of beam 5 over 300 sentences (1 worker) those were 330 ms of the operators'
-// 910 ms. Here, on the CPU in float: one pass per row for max and sum of exp (log Z), then one
+// topk over each sentence's [K * V] (a copy of every value and index, then a partial sort), a
+// large share of a beam search's operator time (docs/performance.md, "Beam candidates from the
+// logits"). Here, on the CPU in float: one pass per row for max and sum of exp (log Z), then one
 // pass that compares blocks of 64 logits, by their maximum, against the C-th best so far and
 // looks inside a block only when it could enter. Elsewhere (other devices and types) the tensor
 // expressions run.

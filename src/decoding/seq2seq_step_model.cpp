@@ -16,8 +16,8 @@ namespace attnmt {
 namespace {
 
 // decode.precision: bf16 where the CPU has no native bf16 products (util/cpu_kernels.h): oneDNN has
-// no kernel to pack for, and LibTorch's emulated bf16 product made the output layer ~40x slower
-// than in fp32 (AVX2). Such a CPU decodes in fp32 products, and says so once per process.
+// no kernel to pack for, and LibTorch's emulated bf16 product made the output layer many times
+// slower than in fp32 (AVX2). Such a CPU decodes in fp32 products, and says so once per process.
 bool bf16_products(const std::string& precision, const Seq2Seq& model) {
   if (precision != "bf16") return false;
   bool cpu = true;

@@ -416,9 +416,10 @@ LoadedModel load_model(const std::string& model, const std::string& checkpoint, 
   m.checkpoint = find_model_file(model, checkpoint);
   const auto dir = fs::path(m.checkpoint).parent_path().string();
   const auto here = dir.empty() ? std::string(".") : dir;
-  // Building the model draws its initial weights (LibTorch's modules do it in their constructors;
-  // ~0.1 s for rnn256), which the checkpoint then replaces. In a save dir, the model is built from
-  // its config.yaml and tokenizers while the checkpoint is read, and kept when the checkpoint's
+  // Building the model draws its initial weights (LibTorch's modules do it in their constructors,
+  // a noticeable part of a load: docs/performance.md, "The model is built while the checkpoint is
+  // read"), which the checkpoint then replaces. In a save dir, the model is built from its
+  // config.yaml and tokenizers while the checkpoint is read, and kept when the checkpoint's
   // model, tokenizer and vocabulary turn out the same (else built from the checkpoint's config).
   const auto config_yaml = (fs::path(here) / "config.yaml").string();
   std::future<std::optional<EarlyModel>> early;

@@ -7,7 +7,7 @@
 //
 // Why attnmt's own kernel and not oneDNN's int8 matmul: oneDNN 2.6 (Debian bookworm) has brgemm
 // int8 kernels only from AVX512-VNNI up; on AVX2 its matmul falls back to a gemm that repacks the
-// weight at every call (5x slower than fp32 at a beam's 5 rows) and that saturates: it shifts s8
+// weight at every call (slower than fp32 at a beam's 5 rows) and that saturates: it shifts s8
 // inputs to u8 and multiplies pairs into int16 with vpmaddubsw, and 255 * 127 * 2 overflows (errors
 // of 0.6 on logits of 4). Here the input is kept to 7 bits and shifted by +64 into [1, 127], so
 // that a pair is at most 2 * 127 * 127 = 32,258 and never saturates; the shift is taken back

@@ -24,7 +24,7 @@ struct Kernel {
   dnnl::matmul primitive;
 };
 
-// Shapes, strides, bias and accumulation: a kernel is JIT-compiled once per key (~0.5 ms).
+// Shapes, strides, bias and accumulation: a kernel is JIT-compiled once per key, not per call.
 using Key = std::array<int64_t, 10>;
 constexpr size_t kMaxKernels = 512;
 

@@ -50,7 +50,7 @@ struct PackedLinear::Impl {
       auto it = kernels.find(m);
       if (it != kernels.end()) return it->second;
     }
-    auto desc = make_desc(m, weights_desc);  // JIT-compiles a kernel (~0.5 ms): outside the lock
+    auto desc = make_desc(m, weights_desc);  // JIT-compiles a kernel (slow): outside the lock
     auto kernel = std::make_shared<const Kernel>(Kernel{desc, dnnl::matmul(desc)});
     std::lock_guard<std::mutex> lock(mutex);
     return kernels.emplace(m, std::move(kernel)).first->second;

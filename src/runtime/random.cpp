@@ -82,9 +82,10 @@ torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training) {
   if (!x.device().is_cpu() || p >= 1) {
     return torch::nn::functional::dropout(x, torch::nn::functional::DropoutFuncOptions().p(p).training(true));
   }
-  // ATen's CPU bernoulli_ draws one mt19937 number per element, serially: 52 ns an element here,
-  // ~20% of a training step. One draw from the stream seeds the whole mask instead, and
-  // SplitMix64 over the element index expands it (runtime/dropout_rows.h).
+  // ATen's CPU bernoulli_ draws one mt19937 number per element, serially: a sizeable share of a
+  // training step (docs/performance.md, "Dropout masks from SplitMix64"). One draw from the stream
+  // seeds the whole mask instead, and SplitMix64 over the element index expands it
+  // (runtime/dropout_rows.h).
   const uint64_t seed = draw_seed(current ? *current : at::detail::getDefaultCPUGenerator());
   return StreamDropout::apply(x, static_cast<int64_t>(seed), p);
 }

@@ -28,8 +28,9 @@ c10::optional<at::Generator> random_stream();
 
 // Inverted dropout, as torch::nn::functional::dropout: x * Bernoulli(1 - p) / (1 - p) in training.
 // On a CPU the mask comes from one 64-bit draw of the stream expanded by SplitMix64
-// (runtime/dropout_rows.h): ATen's bernoulli_ was ~20% of a training step. The mask is not stored:
-// backward rebuilds it from the draw.
+// (runtime/dropout_rows.h): ATen's bernoulli_ was a sizeable share of a training step
+// (docs/performance.md, "Dropout masks from SplitMix64"). The mask is not stored: backward
+// rebuilds it from the draw.
 torch::Tensor stream_dropout(const torch::Tensor& x, double p, bool training);
 
 // Word dropout: x [..., E] with each token's whole vector x[..., :] kept with probability 1 - p

@@ -13,8 +13,8 @@ namespace attnmt {
 struct StepWeight::Record {
   // Rows of d y gathered before their share of the weight's gradient is computed: products of
   // this depth run near the kernels' speed, and only this many rows wait in memory (all T steps'
-  // d y at once would outgrow the activations that back-propagation frees meanwhile: measured
-  // +100 MiB peak RSS training rnn256 at 1 thread).
+  // d y at once would outgrow the activations that back-propagation frees meanwhile and raised the
+  // training peak RSS: docs/performance.md, "Training, 2026-11-25 (later): StepWeight").
   static constexpr int64_t kFlushRows = 512;
 
   torch::Tensor weight;          // [G, In] in the products' type

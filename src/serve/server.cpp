@@ -24,8 +24,9 @@ namespace {
 
 // Debian's libcpp-httplib.so listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when
 // the library was compiled): 100+ clients connecting at once overflowed it, and the connections
-// it dropped waited for TCP's SYN retries (p99 latency of 10 s at 128 clients). listen() again on
-// the bound socket raises the backlog; the socket is the one listening on `port`.
+// it dropped waited for TCP's SYN retries, which then set the tail latency (docs/performance.md,
+// "Figures behind design choices in the code"). listen() again on the bound socket raises the
+// backlog; the socket is the one listening on `port`.
 void raise_listen_backlog(int port) {
   for (int fd = 3; fd < 4096; ++fd) {
     int listening = 0;

@@ -903,8 +903,8 @@ void Trainer::run() {
 }  // namespace
 
 // train.precision: bf16 on a CPU whose bf16 products have no native kernel (util/cpu_kernels.h)
-// would run them emulated, ~14x slower than fp32 on AVX2: an hour's recipe would take a day and a
-// half, with nothing saying why. Refused before any work (tokenizers, caches, the save dir), unless
+// would run them emulated, many times slower than fp32, and a recipe would take that much longer
+// with nothing saying why. Refused before any work (tokenizers, caches, the save dir), unless
 // train.allow_slow_bf16. bf16 on a GPU is refused in Trainer::run.
 static void check_bf16_kernels(const TrainRequest& request) {
   const Config& cfg = request.config;

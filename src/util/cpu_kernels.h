@@ -3,9 +3,10 @@
 // Why: a bf16 product has a native kernel only on CPUs with bfloat16 instructions (AVX512-BF16:
 // AMD Zen 4 and later, Intel Cooper Lake and Sapphire Rapids; AMX-BF16 tiles: Intel Sapphire
 // Rapids and later). Elsewhere oneDNN (2.6) has no bf16 matmul at all on AVX2 and emulates it on
-// plain AVX-512, and LibTorch's own bf16 product is a scalar loop: on an AVX2-only AMD EPYC a
-// training update in bf16 took ~14x as long as in fp32, the decoder's output layer ([320 x 256] x
-// [256 x 8000]) ~40x (issue 72). train/ refuses bf16 training there, decoding/ decodes in fp32.
+// plain AVX-512, and LibTorch's own bf16 product is a scalar loop: on an AVX2-only CPU a bf16
+// training update, and still more the decoder's output layer, takes many times as long as in fp32
+// (issue 72; docs/performance.md, "Figures behind design choices in the code"). train/ refuses
+// bf16 training there, decoding/ decodes in fp32.
 //
 // The decision is a pure function of a flag set (tested in tests/base/test_cpu_kernels.cpp); the
 // flags of this machine are read once from /proc/cpuinfo. Torch-free.
@@ -35,9 +36,9 @@ inline bool has_native_bf16(const CpuFlags& flags) { return bf16_kernel(flags) !
 // "this CPU has no native bf16 matrix products (no avx512_bf16, no amx_bf16)". Empty where they
 // have a native kernel.
 std::string no_native_bf16(const CpuFlags& flags);
-// How much slower than fp32 the emulation is there, as measured: "~14x slower than fp32" on a CPU
-// without AVX-512 (issue 72's AMD EPYC), "slower than fp32" with AVX-512 (oneDNN's emulation, not
-// measured here).
+// How much slower than fp32 the emulation is there, as one clause for a message: the ratio
+// measured on a CPU without AVX-512 (issue 72; docs/performance.md, "Figures behind design choices
+// in the code"), "slower than fp32" with AVX-512 (oneDNN's emulation, not measured here).
 std::string emulated_bf16_cost(const CpuFlags& flags);
 
 // The flags of `flags` that decide which products are native (those named above), in that order,

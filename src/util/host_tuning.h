@@ -15,7 +15,7 @@ namespace attnmt {
 void tune_process();
 
 // Registered in the program's .preinit_array (cli/main.cpp), so it runs before any shared
-// library's initialiser: LibTorch's register ~40 MB of operator tables before main() starts.
+// library's initialiser: LibTorch's allocate their operator tables before main() starts.
 // - glibc serves blocks from 128 KiB up (its threshold then adapts) with mmap and unmaps them on
 //   free, so a training step page-faulted its large tensors in again each time. Blocks up to
 //   32 MiB come from the heap, and up to 128 MiB of freed heap is kept (M_MMAP_THRESHOLD,
@@ -33,7 +33,7 @@ void tune_malloc_at_start(int argc, char** argv, char** envp);
 // For decoding (translate), before its worker threads start: every thread allocates from glibc's
 // main arena (M_ARENA_MAX 1). A worker thread otherwise gets an arena of its own, made of 64 MiB
 // heaps that glibc unmaps as soon as one is free, so beam search page-faulted its per-step blocks
-// in again and again (half the page faults, a lower peak RSS). Training is not changed: its
+// in again and again (one arena: fewer page faults, a lower peak RSS). Training is not changed: its
 // replicas allocate concurrently, and one arena made them slower. Skipped like the above with
 // ATTNMT_MALLOC=system.
 void share_one_malloc_arena();

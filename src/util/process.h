@@ -6,8 +6,9 @@
 // file named by ATTNMT_PEAK_RSS_FILE (run_child sets it). wait4's ru_maxrss is not used when that
 // file is there: Linux counts into a child's ru_maxrss the peak of the memory image it replaced at
 // exec, and with posix_spawn (vfork) that image is the parent's, so every child of a large parent
-// "peaked" at least at the parent's size (compare's children all read 502 MiB once the compare
-// process itself had grown to that).
+// "peaked" at least at the parent's size (compare's children all read the compare process's own
+// size once it had grown past theirs; docs/performance.md, "Peak RSS of a child process is the
+// child's own").
 #pragma once
 #include <sys/types.h>
 
