@@ -22,6 +22,7 @@
 #include "eval/significance.h"
 #include "runtime/compute.h"
 #include "io/model_file.h"
+#include "io/train_log.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/progress.h"
@@ -70,36 +71,36 @@ std::string now_text() {
 }
 
 // Training speed, steps, time and learning curves from SAVE_DIR/log.jsonl (the run's own log;
-// a resumed run appends to it). Lines that do not parse (a kill mid-write) are skipped.
+// a resumed run appends to it; io/train_log.h). Lines that do not parse (a kill mid-write) are skipped.
 void read_training_log(const std::string& save_dir, const std::string& label, VariantReport* v) {
   const auto path = (fs::path(save_dir) / "log.jsonl").string();
-  std::ifstream in(path);
-  if (!in) {
+  const auto log = read_train_log(path);
+  if (!log) {
     spdlog::warn("[compare] '{}' is missing: no training speed, steps or curves for {}", path, label);
     return;
   }
   std::vector<double> speeds;
   std::map<int64_t, CurvePoint> curve;  // by step: a resumed run may validate a step again
-  std::string line;
   double last_elapsed = kMissing;
   int64_t last_step = -1;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("type") || !j.contains("step")) continue;
-    const auto type = j.value("type", "");
-    const int64_t step = j.value("step", int64_t{0});
-    if (type == "train" && j.contains("tgt_tokens_per_sec")) speeds.push_back(j.value("tgt_tokens_per_sec", 0.0));
-    if ((type == "train" || type == "valid") && step >= last_step && j.contains("elapsed")) {
-      last_step = step;
-      last_elapsed = j.value("elapsed", 0.0);
-    }
-    if (type == "valid") {
+  for (const auto& record : log->records) {
+    if (const auto* t = std::get_if<TrainRecord>(&record)) {
+      speeds.push_back(t->tgt_tokens_per_sec);
+      if (t->step >= last_step) {
+        last_step = t->step;
+        last_elapsed = t->elapsed;
+      }
+    } else if (const auto* r = std::get_if<ValidRecord>(&record)) {
+      if (r->step >= last_step) {
+        last_step = r->step;
+        last_elapsed = r->elapsed;
+      }
       CurvePoint p;
-      p.step = step;
-      p.minutes = j.value("elapsed", 0.0) / 60;
-      if (j.contains("valid_bleu")) p.bleu = j.value("valid_bleu", kMissing);
-      if (j.contains("valid_ppl")) p.ppl = j.value("valid_ppl", kMissing);
-      curve[step] = p;
+      p.step = r->step;
+      p.minutes = r->elapsed / 60;
+      p.bleu = r->valid_bleu.value_or(kMissing);
+      p.ppl = r->valid_ppl;
+      curve[r->step] = p;
     }
   }
   if (!speeds.empty()) {

@@ -1,6 +1,6 @@
 #include "analysis/perplexity.h"
 
-#include "analysis/batch.h"
+#include "model/batch.h"
 
 namespace attnmt {
 

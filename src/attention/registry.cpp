@@ -39,31 +39,44 @@ Factory global(ScoreKind kind) {
 struct Entry {
   std::string name;
   Factory factory;
-  std::optional<ScoreKind> global_score;  // global variants: their score (bench's FLOP counts)
+  AttentionTraits traits;
 };
 
-Entry global_entry(std::string name, ScoreKind kind) { return {std::move(name), global(kind), kind}; }
+// The coverage vector enters the additive (concat) score of the global variants alone.
+Entry global_entry(std::string name, ScoreKind kind) {
+  AttentionTraits traits;
+  traits.global_score = kind;
+  traits.coverage = kind == ScoreKind::kConcat;
+  return {std::move(name), global(kind), traits};
+}
 
-// Adding a variant = one file + one line here.
+AttentionTraits with(bool AttentionTraits::*a, bool AttentionTraits::*b = nullptr) {
+  AttentionTraits traits;
+  traits.*a = true;
+  if (b) traits.*b = true;
+  return traits;
+}
+
+// Adding a variant = one file + one line here (with what it supports: AttentionTraits).
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       global_entry("bahdanau", ScoreKind::kConcat),
       global_entry("luong_dot", ScoreKind::kDot),
       global_entry("luong_general", ScoreKind::kGeneral),
       global_entry("luong_concat", ScoreKind::kConcat),
-      {"luong_location", make<LuongLocationAttention>(), std::nullopt},
-      {"local_m", make<LocalMAttention>(), std::nullopt},
-      {"local_p", make<LocalPAttention>(), std::nullopt},
-      {"forced_forward", make<ForcedForwardAttention>(), std::nullopt},
-      {"monotonic", make<MonotonicAttention>(), std::nullopt},
+      {"luong_location", make<LuongLocationAttention>(), {}},
+      {"local_m", make<LocalMAttention>(), {}},
+      {"local_p", make<LocalPAttention>(), {}},
+      {"forced_forward", make<ForcedForwardAttention>(), {}},
+      {"monotonic", make<MonotonicAttention>(), with(&AttentionTraits::hard_decode, &AttentionTraits::streams)},
       global_entry("scaled_dot", ScoreKind::kScaledDot),
-      {"multi_head", make<MultiHeadAttention>(), std::nullopt},
-      {"key_value", make<KeyValueAttention>(), std::nullopt},
-      {"static", make<StaticAttention>(), std::nullopt},
-      {"area", make<AreaAttention>(), std::nullopt},
-      {"hard", make<HardAttention>(), std::nullopt},
-      {"forward", make<ForwardAttention>(), std::nullopt},
-      {"chunkwise", make<ChunkwiseAttention>(), std::nullopt},
+      {"multi_head", make<MultiHeadAttention>(), with(&AttentionTraits::dropout)},
+      {"key_value", make<KeyValueAttention>(), {}},
+      {"static", make<StaticAttention>(), {}},
+      {"area", make<AreaAttention>(), {}},
+      {"hard", make<HardAttention>(), {}},
+      {"forward", make<ForwardAttention>(), {}},
+      {"chunkwise", make<ChunkwiseAttention>(), with(&AttentionTraits::hard_decode, &AttentionTraits::streams)},
   };
   return entries;
 }
@@ -87,11 +100,40 @@ std::vector<std::string> attention_names() {
 
 void check_attention_name(const std::string& name) { entry(name); }
 
-std::optional<ScoreKind> global_score_kind(const std::string& name) { return entry(name).global_score; }
+const AttentionTraits& attention_traits(const std::string& name) { return entry(name).traits; }
+
+std::optional<ScoreKind> global_score_kind(const std::string& name) { return entry(name).traits.global_score; }
+
+std::string attention_names_with(bool AttentionTraits::*trait) {
+  std::string names;
+  for (const auto& e : registry()) {
+    if (e.traits.*trait) names += (names.empty() ? "" : ", ") + e.name;
+  }
+  return names;
+}
+
+namespace {
+
+// "the variant that uses it: a" / "the variants that use it: a, b", for a refused key.
+std::string users_of(bool AttentionTraits::*trait) {
+  const auto names = attention_names_with(trait);
+  return (names.find(',') == std::string::npos ? "the variant that uses it: " : "the variants that use it: ") + names;
+}
+
+}  // namespace
+
+bool attention_streams(const AttentionConfig& config) {
+  return attention_traits(config.type).streams && config.hard_decode;
+}
 
 std::shared_ptr<Attention> make_attention(const AttentionConfig& config, int64_t query_size,
                                           int64_t memory_size) {
-  return entry(config.type).factory(config, query_size, memory_size);
+  const auto& e = entry(config.type);
+  if (config.coverage && !e.traits.coverage) {
+    throw InputError("model.attention.coverage: '" + config.type + "' has no coverage term (" +
+                     users_of(&AttentionTraits::coverage) + ")");
+  }
+  return e.factory(config, query_size, memory_size);
 }
 
 void check_attention(const ModelConfig& model) {
@@ -100,19 +142,10 @@ void check_attention(const ModelConfig& model) {
     throw InputError("model.attention.coverage_loss (" + std::to_string(a.coverage_loss) +
                      ") needs model.attention.coverage: true (it penalises the coverage vector)");
   }
-  // The coverage vector enters the additive (concat) score of the global variants alone.
-  if (a.coverage && entry(a.type).global_score != ScoreKind::kConcat) {
-    std::string with;
-    for (const auto& e : registry()) {
-      if (e.global_score == ScoreKind::kConcat) with += (with.empty() ? "" : ", ") + e.name;
-    }
-    throw InputError("model.attention.coverage: '" + a.type + "' has no coverage term (the variants that use it: " +
-                     with + ")");
-  }
-  // The one variant whose weights are dropped; elsewhere the key would change nothing.
-  if (a.dropout > 0 && a.type != "multi_head") {
-    throw InputError("model.attention.dropout: '" + a.type +
-                     "' has no heads' weights to drop (the variant that uses it: multi_head)");
+  // Elsewhere the key would change nothing.
+  if (a.dropout > 0 && !attention_traits(a.type).dropout) {
+    throw InputError("model.attention.dropout: '" + a.type + "' has no heads' weights to drop (" +
+                     users_of(&AttentionTraits::dropout) + ")");
   }
   const int64_t memory_size = model.encoder.hidden_size * (model.encoder.bidirectional ? 2 : 1);
   make_attention(model.attention, model.decoder.hidden_size, memory_size);

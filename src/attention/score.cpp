@@ -1,6 +1,7 @@
 #include "attention/score.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "attention/inference_products.h"
 #include "util/error.h"
@@ -23,10 +24,9 @@ ScoreFunction::ScoreFunction(torch::nn::Module& owner, ScoreKind kind, int64_t q
                              int64_t memory_size, int64_t hidden_size, bool coverage,
                              const std::string& variant)
     : kind_(kind) {
-  if (coverage && kind != ScoreKind::kConcat) {
-    throw InputError("model.attention.coverage: the coverage term belongs to the additive (concat) score, not to '" +
-                     variant + "'");
-  }
+  // Which variants have the term is the registry's rule (attention/registry.cpp), checked on the
+  // config before any variant is built.
+  if (coverage && kind != ScoreKind::kConcat) throw std::logic_error("ScoreFunction: coverage without the concat score");
   switch (kind) {
     case ScoreKind::kDot:
     case ScoreKind::kScaledDot:

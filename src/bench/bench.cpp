@@ -18,6 +18,7 @@
 #include "data/batcher.h"
 #include "data/corpus.h"
 #include "eval/metrics.h"
+#include "io/train_log.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
 #include "runtime/packed_linear.h"
@@ -306,12 +307,10 @@ json run_bench(const BenchOptions& o) {
                                 "--set", "data.test.src=", "--set", "data.test.tgt=", "--set", "decode.shortlist=false"});
         auto child = run_attnmt(train_args, dir + "/train.out");
         std::vector<double> windows;
-        for (const auto& line : read_lines(dir + "/log.jsonl")) {
-          if (line.empty()) continue;
-          auto j = json::parse(line);
-          if (j.value("type", "") == "train" && j.value("step", 0) > o.window_steps) {
-            windows.push_back(j["tgt_tokens_per_sec"].get<double>());
-          }
+        const auto log = read_train_log(dir + "/log.jsonl");
+        if (!log) throw RuntimeError("bench: training wrote no '" + dir + "/log.jsonl' (see " + dir + "/train.out)");
+        for (const auto& t : log->all<TrainRecord>()) {
+          if (t.step > o.window_steps) windows.push_back(t.tgt_tokens_per_sec);  // the first window warms up
         }
         run["train"] = {{"tgt_tokens_per_sec", to_json(stats_of(windows))}, {"windows", windows},
                         {"window_steps", o.window_steps}, {"peak_rss_mib", child.peak_rss_mib}};

@@ -13,6 +13,7 @@
 #include "util/logging.h"
 
 #ifdef ATTNMT_WITH_HTTP
+#include "attention/registry.h"
 #include "decoding/seq2seq_step_model.h"
 #include "io/model_file.h"
 #include "runtime/compute.h"

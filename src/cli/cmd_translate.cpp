@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "attention/registry.h"
 #include "cli/decode_flags.h"
 #include "decoding/ensemble.h"
 #include "decoding/output.h"
@@ -101,7 +102,8 @@ void check_streaming(const std::vector<LoadedModel>& members, const std::vector<
   const auto& a = members.front().config.model.attention;
   if (!attention_streams(a)) {
     throw InputError("--streaming: the model's attention must stop hard and never look right of its stop "
-                     "(model.attention.type monotonic or chunkwise with hard_decode: true); " +
+                     "(a model.attention.type that streams: " + attention_names_with(&AttentionTraits::streams) +
+                     "; with hard_decode: true); " +
                      members.front().checkpoint + " has '" + a.type + "'" + (a.hard_decode ? "" : " with hard_decode: false"));
   }
 }
@@ -212,7 +214,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                "logged, and in --stats");
   cmd->add_flag("--streaming", o->streaming,
                "Simultaneous decoding: read the source token by token, write as soon as the monotonic head allows "
-               "(monotonic/chunkwise models; greedy); logs the average lagging");
+               "(model.attention.type " + attention_names_with(&AttentionTraits::streams) +
+                   ", decoding hard; greedy); logs the average lagging");
   cmd->add_option("--lookahead", o->lookahead,
                   "--streaming: source tokens to read past the head's stop before writing (a large value = wait for the whole sentence)")
       ->check(CLI::NonNegativeNumber);

@@ -12,12 +12,6 @@
 
 namespace attnmt::cli {
 
-// Whether streaming decoding (decoding/streaming.h: `translate --streaming`, serve's /v1/stream)
-// can run a model of this attention: its head must stop hard and never look right of its stop.
-inline bool attention_streams(const AttentionConfig& a) {
-  return (a.type == "monotonic" || a.type == "chunkwise") && a.hard_decode;
-}
-
 struct DecodeFlag {
   const char* flag;  // "--beam-size"
   const char* key;   // "decode.beam_size"

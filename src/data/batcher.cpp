@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <exception>
 #include <iterator>
 #include <numeric>
 #include <random>
 #include <thread>
 
+#include "util/fork_join.h"
 #include "util/progress.h"
 
 namespace attnmt {
@@ -21,35 +21,28 @@ Dataset encode_dataset(const ParallelText& text, const Tokenizers& tokenizers, i
   const size_t workers = std::max<size_t>(1, std::min({threads > 0 ? static_cast<size_t>(threads) : hardware,
                                                        hardware, n / 1024 + 1}));
   std::vector<Dataset> parts(workers);
-  std::vector<std::exception_ptr> errors(workers);
   std::atomic<size_t> done{0};
   auto encode_slice = [&](size_t w) {
-    try {
-      Dataset& d = parts[w];
-      const size_t begin = n * w / workers, end = n * (w + 1) / workers;
-      d.examples.reserve(end - begin);
-      for (size_t i = begin; i < end; ++i) {
-        if ((i - begin) % 1024 == 1023) done += 1024;
-        Example ex;
-        ex.src = tokenizers.src->encode(text.src[i]);
-        ex.tgt = tokenizers.tgt->encode(text.tgt[i]);
-        ex.line = i;
-        if (ex.src.empty() || ex.tgt.empty()) {
-          ++d.skipped_empty;
-          continue;
-        }
-        if (max_length > 0 && (static_cast<int>(ex.src.size()) > max_length || static_cast<int>(ex.tgt.size()) > max_length)) {
-          ++d.skipped_long;
-          continue;
-        }
-        d.examples.push_back(std::move(ex));
+    Dataset& d = parts[w];
+    const size_t begin = n * w / workers, end = n * (w + 1) / workers;
+    d.examples.reserve(end - begin);
+    for (size_t i = begin; i < end; ++i) {
+      if ((i - begin) % 1024 == 1023) done += 1024;
+      Example ex;
+      ex.src = tokenizers.src->encode(text.src[i]);
+      ex.tgt = tokenizers.tgt->encode(text.tgt[i]);
+      ex.line = i;
+      if (ex.src.empty() || ex.tgt.empty()) {
+        ++d.skipped_empty;
+        continue;
       }
-    } catch (...) {
-      errors[w] = std::current_exception();
+      if (max_length > 0 && (static_cast<int>(ex.src.size()) > max_length || static_cast<int>(ex.tgt.size()) > max_length)) {
+        ++d.skipped_long;
+        continue;
+      }
+      d.examples.push_back(std::move(ex));
     }
   };
-  std::vector<std::thread> pool;
-  for (size_t w = 1; w < workers; ++w) pool.emplace_back(encode_slice, w);
   {
     Progress progress("[data] tokenizing", "lines", static_cast<int64_t>(n));
     std::thread watcher;
@@ -62,14 +55,18 @@ Dataset encode_dataset(const ParallelText& text, const Tokenizers& tokenizers, i
         }
       });
     }
-    encode_slice(0);
-    for (auto& t : pool) t.join();
-    finished = true;
-    if (watcher.joinable()) watcher.join();
+    auto stop_watcher = [&] {
+      finished = true;
+      if (watcher.joinable()) watcher.join();
+    };
+    try {
+      fork_join(workers, encode_slice);
+    } catch (...) {
+      stop_watcher();
+      throw;
+    }
+    stop_watcher();
     progress.update(static_cast<int64_t>(n));
-  }
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
   }
   Dataset d = std::move(parts[0]);
   for (size_t w = 1; w < workers; ++w) {

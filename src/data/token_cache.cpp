@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include "data/corpus.h"
 #include "data/memo_encoder.h"
 #include "util/error.h"
+#include "util/fork_join.h"
 #include "util/progress.h"
 #include "util/text_io.h"
 
@@ -277,28 +277,17 @@ void TokenCorpus::Impl::build(const CorpusConfig& corpus, const Tokenizers& toke
     }
     // Contiguous slices of the block, one per thread (a short block on this one).
     const size_t used = n >= 64 ? workers : 1;
-    std::vector<std::exception_ptr> errors(used);
-    auto encode_slice = [&](size_t w) {
-      try {
-        for (size_t i = n * w / used; i < n * (w + 1) / used; ++i) {
-          if (memo) {
-            src_memo[w].encode(src_lines[i], src_ids[i]);
-            tgt_memo[w].encode(tgt_lines[i], tgt_ids[i]);
-          } else {
-            src_ids[i] = tokenizers.src->encode(src_lines[i]);
-            tgt_ids[i] = tokenizers.tgt->encode(tgt_lines[i]);
-          }
+    fork_join(used, [&](size_t w) {
+      for (size_t i = n * w / used; i < n * (w + 1) / used; ++i) {
+        if (memo) {
+          src_memo[w].encode(src_lines[i], src_ids[i]);
+          tgt_memo[w].encode(tgt_lines[i], tgt_ids[i]);
+        } else {
+          src_ids[i] = tokenizers.src->encode(src_lines[i]);
+          tgt_ids[i] = tokenizers.tgt->encode(tgt_lines[i]);
         }
-      } catch (...) {
-        errors[w] = std::current_exception();
       }
-    };
-    std::vector<std::thread> pool;
-    for (size_t w = 1; w < used; ++w) pool.emplace_back(encode_slice, w);
-    encode_slice(0);
-    for (auto& t : pool) t.join();
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
+    });
     bytes.clear();
     for (size_t i = 0; i < n; ++i) {
       for (const auto* ids : {&src_ids[i], &tgt_ids[i]}) {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "decoding/search.h"
+#include "decoding/search_types.h"
 
 namespace attnmt {
 

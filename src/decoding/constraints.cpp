@@ -114,29 +114,6 @@ bool has_constraints(const Guides& guides) {
   return std::any_of(guides.begin(), guides.end(), [](const SentenceGuide& g) { return !g.constraints.empty(); });
 }
 
-std::vector<std::vector<Hypothesis>> search_with_constraints(StepModel& model, const torch::Tensor& src,
-                                                             const torch::Tensor& lengths,
-                                                             const SearchOptions& options, const Guides& guides) {
-  std::vector<int64_t> with, without;
-  for (int64_t b = 0; b < src.size(0); ++b) {
-    (b < static_cast<int64_t>(guides.size()) && !guides[static_cast<size_t>(b)].constraints.empty() ? with : without)
-        .push_back(b);
-  }
-  if (without.empty()) return constrained_beam_search(model, src, lengths, options, guides);
-  std::vector<std::vector<Hypothesis>> out(static_cast<size_t>(src.size(0)));
-  for (const auto* part : {&with, &without}) {
-    if (part->empty()) continue;
-    const auto index = torch::tensor(*part, torch::kLong).to(src.device());
-    Guides sub;
-    for (int64_t b : *part) sub.push_back(b < static_cast<int64_t>(guides.size()) ? guides[static_cast<size_t>(b)] : SentenceGuide{});
-    auto sub_src = src.index_select(0, index), sub_lengths = lengths.index_select(0, index);
-    auto results = part == &with ? constrained_beam_search(model, sub_src, sub_lengths, options, sub)
-                                 : search(model, sub_src, sub_lengths, options, sub);
-    for (size_t i = 0; i < part->size(); ++i) out[static_cast<size_t>((*part)[i])] = std::move(results[i]);
-  }
-  return out;
-}
-
 std::vector<std::vector<Hypothesis>> constrained_beam_search(StepModel& model, const torch::Tensor& src,
                                                              const torch::Tensor& lengths,
                                                              const SearchOptions& options, const Guides& guides) {

@@ -22,7 +22,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "decoding/search.h"
+#include "decoding/search_types.h"
+#include "decoding/step_model.h"
 
 namespace attnmt {
 
@@ -53,12 +54,6 @@ class ConstraintState {
 std::vector<int64_t> bank_sizes(int64_t beam, int64_t banks);
 
 bool has_constraints(const Guides& guides);
-
-// search() for a batch with constraints: its sentences that have some by constrained_beam_search,
-// the others by search() as if no sentence had any.
-std::vector<std::vector<Hypothesis>> search_with_constraints(StepModel& model, const torch::Tensor& src,
-                                                             const torch::Tensor& lengths,
-                                                             const SearchOptions& options, const Guides& guides);
 
 // Beam search (options as beam_search's: length and coverage penalties, n-best, attention, the
 // token rules) under each guide's constraints. Finished hypotheses rank by constraints met, then

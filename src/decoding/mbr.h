@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "decoding/translator.h"
+#include "decoding/translation.h"
 
 namespace attnmt {
 

@@ -20,16 +20,29 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-int64_t max_target_length(int64_t src_len, const SearchOptions& options) {
-  constexpr double kLimit = 1 << 20;  // bounded so that no ratio overflows the cast
-  const auto by_ratio =
-      static_cast<int64_t>(std::min(std::floor(options.max_length_ratio * static_cast<double>(src_len)), kLimit)) + 5;
-  return options.max_length > 0 ? std::min<int64_t>(by_ratio, options.max_length) : by_ratio;
-}
-
-double gnmt_length_penalty(int64_t length, double alpha) {
-  if (alpha == 0.0) return 1.0;
-  return std::pow((5.0 + static_cast<double>(length)) / 6.0, alpha);
+// search() for a batch with constraints: its sentences that have some by constrained_beam_search,
+// the others by search() as if no sentence had any.
+static std::vector<std::vector<Hypothesis>> search_with_constraints(StepModel& model, const torch::Tensor& src,
+                                                                    const torch::Tensor& lengths,
+                                                                    const SearchOptions& options, const Guides& guides) {
+  std::vector<int64_t> with, without;
+  for (int64_t b = 0; b < src.size(0); ++b) {
+    (b < static_cast<int64_t>(guides.size()) && !guides[static_cast<size_t>(b)].constraints.empty() ? with : without)
+        .push_back(b);
+  }
+  if (without.empty()) return constrained_beam_search(model, src, lengths, options, guides);
+  std::vector<std::vector<Hypothesis>> out(static_cast<size_t>(src.size(0)));
+  for (const auto* part : {&with, &without}) {
+    if (part->empty()) continue;
+    const auto index = torch::tensor(*part, torch::kLong).to(src.device());
+    Guides sub;
+    for (int64_t b : *part) sub.push_back(b < static_cast<int64_t>(guides.size()) ? guides[static_cast<size_t>(b)] : SentenceGuide{});
+    auto sub_src = src.index_select(0, index), sub_lengths = lengths.index_select(0, index);
+    auto results = part == &with ? constrained_beam_search(model, sub_src, sub_lengths, options, sub)
+                                 : search(model, sub_src, sub_lengths, options, sub);
+    for (size_t i = 0; i < part->size(); ++i) out[static_cast<size_t>((*part)[i])] = std::move(results[i]);
+  }
+  return out;
 }
 
 std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,

@@ -7,7 +7,7 @@
 #include <iterator>
 #include <vector>
 
-#include "decoding/search.h"
+#include "decoding/search_types.h"
 #include "decoding/step_model.h"
 
 namespace attnmt {

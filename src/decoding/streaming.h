@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "data/tokenizer.h"
-#include "decoding/search.h"
+#include "decoding/search_types.h"
 #include "decoding/step_model.h"
 
 namespace attnmt {

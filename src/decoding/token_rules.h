@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "decoding/search.h"
+#include "decoding/search_types.h"
 
 namespace attnmt {
 

@@ -39,7 +39,8 @@
 #pragma once
 #include <vector>
 
-#include "decoding/search.h"
+#include "decoding/search_types.h"
+#include "decoding/step_model.h"
 
 namespace attnmt {
 

@@ -13,6 +13,7 @@
 #include "config/decode_rules.h"
 #include "decoding/constraints.h"
 #include "decoding/mbr.h"
+#include "decoding/search.h"
 #include "parallel/workers.h"
 #include "util/decode_phases.h"
 #include "util/error.h"

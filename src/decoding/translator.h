@@ -6,7 +6,8 @@
 
 #include "config/config.h"
 #include "data/tokenizer.h"
-#include "decoding/search.h"
+#include "decoding/search_types.h"
+#include "decoding/translation.h"
 #include "decoding/step_model.h"
 
 namespace attnmt {
@@ -23,17 +24,6 @@ struct TranslateOptions {
   // beam_size: the whole beam), or mbr_candidates samples. search.n_best of them are returned.
   std::string mbr = "none";
   int mbr_candidates = 0;
-};
-
-struct Translation {
-  std::string text;                      // detokenized
-  std::vector<std::string> src_pieces;   // source subwords (+ "</s>"), with return_pieces or attention
-  std::vector<std::string> tgt_pieces;   // target subwords (+ "</s>" if finished), the same
-  double score = 0;                     // log P / length penalty (+ coverage penalty); MBR: expected utility
-  double log_prob = 0;                  // log P(Y|X), eos included when finished
-  size_t target_tokens = 0;             // generated subwords, </s> included when finished
-  std::vector<std::vector<float>> attention;  // [tgt_pieces][src_pieces], if requested
-  bool constraints_met = true;          // holds every constraint of its line (LineGuides)
 };
 
 // What a user may give per input line besides the source, each empty or one entry per line.

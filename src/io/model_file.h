@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/training_progress.h"
 #include "data/tokenizer.h"
 #include "model/seq2seq.h"
 
@@ -32,28 +33,6 @@ namespace attnmt {
 struct Lexicon;
 
 constexpr int64_t kModelFormat = 2;
-
-struct TrainingProgress {
-  int64_t step = 0;              // updates done
-  int64_t epoch = 0;             // current epoch (0-based)
-  int64_t batch_in_epoch = 0;    // next batch of the current epoch
-  double best_score = 0;         // best valid metric of the scheduled validations (every valid_every)
-  bool has_best = false;
-  double best_model_score = 0;   // best.pt's valid metric: of every validation, the end-of-run ones too
-  bool has_best_model = false;
-  int64_t bad_validations = 0;   // validations since the last improvement (early stopping)
-  int64_t lr_bad_validations = 0;  // same, since the last LR decay
-  double learning_rate = 0;
-  int64_t skipped_steps = 0;     // non-finite losses skipped
-  double train_seconds = 0;      // wall time spent training so far (all runs)
-  int64_t target_tokens = 0;     // target tokens trained on so far
-  int64_t world_size = 1;        // processes that trained (batch_in_epoch counts their global batches)
-};
-
-// The limit of train.* (max_steps, max_epochs, max_minutes, patience) that a run with this
-// progress has reached ("train.max_steps", ...), or nullopt while it may go on. The one stop rule:
-// training stops on it, and `attnmt compare` tells a finished run from one to continue by it.
-std::optional<std::string> reached_limit(const TrainConfig& train, const TrainingProgress& progress);
 
 // What a model file carries besides the weights: the tokenizers and the shortlist lexicon.
 struct ModelAssets {

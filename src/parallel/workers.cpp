@@ -3,9 +3,8 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <exception>
-#include <thread>
-#include <vector>
+
+#include "util/fork_join.h"
 
 namespace attnmt {
 
@@ -14,24 +13,17 @@ void run_workers(int workers, int threads_each, const std::function<void(int)>& 
     fn(0);
     return;
   }
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
-  auto run = [&](int w) {
-    try {
-      at::set_num_threads(std::max(1, threads_each));
-      fn(w);
-    } catch (...) {
-      errors[static_cast<size_t>(w)] = std::current_exception();
-    }
-  };
   const int outer = at::get_num_threads();
-  std::vector<std::thread> threads;
-  for (int w = 1; w < workers; ++w) threads.emplace_back(run, w);
-  run(0);
-  for (auto& t : threads) t.join();
-  at::set_num_threads(outer);
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+  try {
+    fork_join(static_cast<size_t>(workers), [&](size_t w) {
+      at::set_num_threads(std::max(1, threads_each));
+      fn(static_cast<int>(w));
+    });
+  } catch (...) {
+    at::set_num_threads(outer);
+    throw;
   }
+  at::set_num_threads(outer);
 }
 
 int resolve_workers(int requested, bool cpu) {

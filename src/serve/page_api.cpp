@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "align/words.h"
+#include "attention/registry.h"
 #include "decoding/streaming.h"
 #include "eval/metrics.h"
 #include "serve/http_error.h"
@@ -93,7 +94,8 @@ json stream_json(const json& body, const std::vector<ServedModel>& models, const
   if (!model.streams) {
     throw HttpError{400, "model '" + model.name +
                              "' cannot stream: streaming needs an attention that stops hard and "
-                             "never looks right of its stop (monotonic or chunkwise with hard_decode), it has '" +
+                             "never looks right of its stop (" + attention_names_with(&AttentionTraits::streams) +
+                             "; with hard_decode), it has '" +
                              model.attention + "'"};
   }
   // Each sentence is decoded alone and re-encoded at every READ: fewer per request than translations.

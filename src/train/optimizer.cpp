@@ -45,22 +45,6 @@ void fused_adam(float* p, const float* grad, float* m, float* v, int64_t n, doub
 
 }  // namespace
 
-double scheduled_learning_rate(const TrainConfig& train, double current, int64_t step) {
-  const double s = static_cast<double>(std::max<int64_t>(step, 1));
-  const double warmup = train.warmup_steps;
-  double lr = current;
-  if (train.lr_schedule == "inverse_sqrt") {
-    lr = train.learning_rate * std::sqrt(warmup / std::max(s, warmup));
-  } else if (train.lr_schedule == "cosine") {
-    const double span = std::max(1.0, static_cast<double>(train.max_steps) - warmup);
-    const double done = std::clamp((s - warmup) / span, 0.0, 1.0);
-    lr = train.min_learning_rate +
-         (train.learning_rate - train.min_learning_rate) * 0.5 * (1.0 + std::cos(M_PI * done));
-  }
-  if (train.warmup_steps > 0 && s <= warmup) lr *= s / warmup;
-  return lr;
-}
-
 void optimizer_step(torch::optim::Optimizer& optimizer, double grad_scale, double decoupled_weight_decay) {
   auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
   std::vector<torch::Tensor> generic;  // parameters left to optimizer.step()

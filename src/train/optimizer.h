@@ -40,13 +40,4 @@ double gradient_norm(const std::vector<torch::Tensor>& parameters);
 // group's learning rate, so the decay does not pass through Adam's per-parameter scaling.
 void optimizer_step(torch::optim::Optimizer& optimizer, double grad_scale, double decoupled_weight_decay = 0);
 
-// The learning rate of update `step` (1-based) under train.lr_schedule and train.warmup_steps:
-//   constant, plateau  current (plateau's decayed rate; train.learning_rate for constant)
-//   inverse_sqrt       learning_rate * sqrt(warmup / step) after the warm-up
-//   cosine             min + (learning_rate - min) (1 + cos(pi (step - warmup) / (max_steps - warmup))) / 2,
-//                      min = train.min_learning_rate, then min past max_steps
-// each times step / warmup_steps during the warm-up (step <= warmup_steps).
-struct TrainConfig;
-double scheduled_learning_rate(const TrainConfig& train, double current, int64_t step);
-
 }  // namespace attnmt

@@ -1,9 +1,5 @@
 #include "train/trainer.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -16,7 +12,6 @@
 #include <numeric>
 #include <optional>
 #include <string_view>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "config/loader.h"
@@ -28,13 +23,11 @@
 #include "data/train_data.h"
 #include "attention/registry.h"
 #include "data/tokenizer.h"
-#include "decoding/seq2seq_step_model.h"
-#include "decoding/translator.h"
-#include "eval/metrics.h"
 #include "runtime/random.h"
 #include "model/seq2seq.h"
-#include "analysis/batch.h"
+#include "model/batch.h"
 #include "io/model_file.h"
+#include "io/train_log.h"
 #include "train/distributed.h"
 #include "train/ema.h"
 #include "model/loss.h"
@@ -45,6 +38,9 @@
 #include "util/seed_mix.h"
 #include "train/optimizer.h"
 #include "train/replicas.h"
+#include "train/run_dir.h"
+#include "train/schedule.h"
+#include "train/validation.h"
 #include "util/cpu_kernels.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
@@ -59,96 +55,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string in_use_message(const std::string& save_dir, const std::string& pid) {
-  return "train.save_dir '" + save_dir + "' is in use by another attnmt train (pid " + pid + ")";
-}
-
-// The pid of the training that holds SAVE_DIR/train.lock now, if one does; creates nothing (a
-// refusal before any work must leave the directory as it was).
-std::optional<std::string> save_dir_holder(const std::string& save_dir) {
-  const auto path = (fs::path(save_dir) / "train.lock").string();
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return std::nullopt;
-  std::optional<std::string> holder;
-  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    char buf[32] = {0};
-    const auto n = ::pread(fd, buf, sizeof(buf) - 1, 0);
-    holder = std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  } else {
-    ::flock(fd, LOCK_UN);
-  }
-  ::close(fd);
-  return holder;
-}
-
-// Holds SAVE_DIR/train.lock (flock) for the life of a training run.
-class SaveDirLock {
- public:
-  explicit SaveDirLock(const std::string& save_dir) : path_((fs::path(save_dir) / "train.lock").string()) {
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT, 0644);
-    if (fd_ < 0) throw InputError("train.save_dir: cannot write '" + path_ + "': " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      char buf[32] = {0};
-      const auto n = ::pread(fd_, buf, sizeof(buf) - 1, 0);
-      ::close(fd_);
-      fd_ = -1;
-      throw InputError(in_use_message(save_dir, std::string(buf, n > 0 ? static_cast<size_t>(n) : 0)));
-    }
-    const auto pid = std::to_string(::getpid());
-    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-      // the lock itself holds; the pid is only informative
-    }
-  }
-  ~SaveDirLock() {
-    if (fd_ >= 0) {
-      ::unlink(path_.c_str());
-      ::close(fd_);
-    }
-  }
-  SaveDirLock(const SaveDirLock&) = delete;
-  SaveDirLock& operator=(const SaveDirLock&) = delete;
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
-
-// A run killed while saving leaves its "<file>.tmp.<pid>" behind (the real file is untouched: the
-// temp file is renamed over it only once complete). The lock is held, so none is being written.
-void remove_stale_temp_files(const std::string& save_dir) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(save_dir, ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.find(".tmp.") != std::string::npos) {
-      spdlog::info("[train] removing '{}', left by a run stopped while writing it", entry.path().string());
-      fs::remove(entry.path(), ec);
-    }
-  }
-}
-
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
-
-class JsonLog {
- public:
-  explicit JsonLog(const std::string& path) : out_(path, std::ios::app) {
-    if (!out_) throw InputError("train.save_dir: cannot write '" + path + "'");
-  }
-  void write(const nlohmann::json& j) {
-    out_ << j.dump() << '\n';
-    out_.flush();
-  }
-
- private:
-  std::ofstream out_;
-};
-
-struct ValidResult {
-  double ppl = 0;
-  double bleu = 0;
-  double chrf = 0;
-};
 
 // What every rank agrees on before each update (distributed runs: one small all-reduce).
 struct StopDecision {
@@ -163,8 +72,6 @@ class Trainer {
 
  private:
   void prepare_data();
-  // The model as search sees it, with the decode.* settings (validation BLEU, the test set).
-  std::unique_ptr<Seq2SeqStepModel> decoding_model();
   Tokenizers share_tokenizers();
   void build_model();
   void restore_or_start();
@@ -177,21 +84,18 @@ class Trainer {
   std::vector<Example> training_examples(const std::vector<size_t>& ids) const;
   void train_loop();
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
-  double applied_learning_rate() const;  // the rate of the last update (train.lr_schedule, warm-up)
   void report();
-  int64_t step_budget(int64_t batches_per_epoch) const;
   void show_progress(Progress& bar) const;
-  ValidResult validate();
-  // scheduled: a validation every train.valid_every updates, which drives the plateau schedule and
-  // early stopping; the end-of-run one (a limit or a signal between scheduled ones) only reports
-  // and may give a new best.pt, so that a run stopped anywhere and resumed goes on exactly as one
-  // never stopped.
+  ValidResult validate();  // with the averaged weights (train.ema_decay) in the model
+  // scheduled: see TrainingSchedule::after_validation; logs it, saves the step checkpoint and,
+  // for a new best, best.pt.
   void after_validation(const ValidResult& v, bool scheduled);
   void save_step_checkpoint();
   void check_finite_parameters();
   void evaluate_test();
   bool should_stop() const;
   StopDecision agree_stop();
+  void write_start_record(const std::string& bf16_class, int64_t batches_per_epoch);
   bool is_main() const { return dist_->is_main(); }
 
   TrainRequest req_;
@@ -202,8 +106,7 @@ class Trainer {
   Tokenizers tokenizers_;
   std::unique_ptr<TrainData> train_;
   std::vector<std::vector<size_t>> start_batches_;  // the current epoch's, made once for the log and train_loop
-  Dataset valid_;
-  ParallelText valid_text_;
+  std::unique_ptr<Validation> validation_;  // the validation set (and data.test at the end)
   std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
   std::optional<BpeDropout> src_bpe_dropout_, tgt_bpe_dropout_;  // data.src_bpe_dropout / tgt_bpe_dropout
   Seq2Seq model_{nullptr};
@@ -211,7 +114,8 @@ class Trainer {
   std::unique_ptr<ParameterAverage> average_;  // train.ema_decay (rank 0, which validates and saves; null: off)
   std::unique_ptr<Replicas> replicas_;  // train.replicas (1: the model alone)
   TrainingProgress progress_;
-  std::unique_ptr<JsonLog> log_;
+  TrainingSchedule schedule_{cfg_.train, progress_};
+  std::unique_ptr<RunDir> run_dir_;  // rank 0's: the lock, log.jsonl, the checkpoints
   int64_t nonfinite_in_row_ = 0;
   // report window
   double window_loss_ = 0, window_nll_ = 0;
@@ -227,7 +131,7 @@ class Trainer {
 
 void Trainer::prepare_data() {
   const auto corpora = training_corpora(cfg_.data);
-  valid_text_ = read_parallel(cfg_.data.valid, "valid");
+  auto valid_text = read_parallel(cfg_.data.valid, "valid");
   tokenizers_ = is_main() ? load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, corpora, cfg_.train.seed)
                           : Tokenizers{};
   if (dist_->active()) tokenizers_ = share_tokenizers();
@@ -259,8 +163,8 @@ void Trainer::prepare_data() {
     spdlog::info("[data] BPE-dropout: source {}, target {} (each merge skipped with this probability)",
                  cfg_.data.src_bpe_dropout, cfg_.data.tgt_bpe_dropout);
   }
-  valid_ = encode_dataset(valid_text_, tokenizers_, /*max_length=*/0, cfg_.threads);
-  spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid_.examples.size(), valid_.skipped_empty);
+  auto valid = encode_dataset(valid_text, tokenizers_, /*max_length=*/0, cfg_.threads);
+  spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid.examples.size(), valid.skipped_empty);
   if (cfg_.decode.shortlist) {  // built again on every run: it follows the corpus and the tokenizer
     const auto start = std::chrono::steady_clock::now();
     std::vector<size_t> all(train_->size());
@@ -273,12 +177,7 @@ void Trainer::prepare_data() {
     spdlog::info("[data] decode.shortlist: lexicon (IBM Model 1, {} iterations) in {:.1f}s -> {}", kLexiconIterations,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), path);
   }
-}
-
-std::unique_ptr<Seq2SeqStepModel> Trainer::decoding_model() {
-  auto m = std::make_unique<Seq2SeqStepModel>(model_, cfg_.decode.precision, cfg_.decode.packed_weights);
-  if (lexicon_) m->use_shortlist(lexicon_, cfg_.decode.shortlist_first, cfg_.decode.shortlist_best);
-  return m;
+  validation_ = std::make_unique<Validation>(cfg_, tokenizers_, lexicon_, std::move(valid_text), std::move(valid), device_);
 }
 
 // Distributed runs: rank 0's SentencePiece models (trained or loaded above) are sent to the other
@@ -450,10 +349,6 @@ std::vector<Example> Trainer::training_examples(const std::vector<size_t>& ids) 
   return examples;
 }
 
-double Trainer::applied_learning_rate() const {
-  return scheduled_learning_rate(cfg_.train, progress_.learning_rate, std::max<int64_t>(progress_.step, 1));
-}
-
 // One update on a global batch. Each rank trains on its slice of it and back-propagates its
 // share of the loss averaged over the global batch's target tokens; the summed gradients are
 // then exactly those of one process on the whole batch.
@@ -531,7 +426,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   if (!std::isfinite(grad_norm)) return false;
   const double clip = cfg_.train.clip_norm;
   const double clip_coef = clip > 0 ? clip / (grad_norm + 1e-6) : 1.0;  // as clip_grad_norm_
-  set_learning_rate(*optimizer_, scheduled_learning_rate(cfg_.train, progress_.learning_rate, progress_.step + 1));
+  set_learning_rate(*optimizer_, schedule_.next_learning_rate());
   optimizer_step(*optimizer_, std::min(1.0, clip_coef), cfg_.train.weight_decay);
   window_loss_ += sums[0];
   window_nll_ += sums[1];
@@ -544,79 +439,44 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
 ValidResult Trainer::validate() {
   torch::NoGradGuard no_grad;
   AveragesInModel averages(average_.get());
-  model_->eval();
-  ValidResult r;
-  r.ppl = teacher_forced_nll(model_, valid_.examples, cfg_.train.batch_size, device_).perplexity();
-  if (cfg_.train.valid_metric == "bleu") {
-    auto step_model = decoding_model();
-    TranslateOptions options = translate_options(cfg_.decode);
-    options.search.beam_size = cfg_.train.valid_beam_size;
-    options.search.n_best = 1;
-    options.search.sampling = false;  // the best model is chosen by what search finds, not by chance
-    options.progress_label = "[valid]";
-    auto translations = translate_lines(*step_model, tokenizers_, valid_text_.src, options);
-    std::vector<std::string> hyps;
-    hyps.reserve(translations.size());
-    for (auto& t : translations) hyps.push_back(t.front().text);
-    r.bleu = corpus_bleu(hyps, valid_text_.tgt).score;
-    r.chrf = corpus_chrf(hyps, valid_text_.tgt).score;
-  }
-  model_->train();
-  return r;
+  return validation_->validate(model_);
 }
 
 void Trainer::after_validation(const ValidResult& v, bool scheduled) {
   const bool by_bleu = cfg_.train.valid_metric == "bleu";
-  const double score = by_bleu ? v.bleu : -v.ppl;  // higher is better
-  const bool improved = !progress_.has_best_model || score > progress_.best_model_score;
-  if (improved) {
-    progress_.best_model_score = score;
-    progress_.has_best_model = true;
-  }
-  if (!scheduled) {
-    // leaves the schedule as it is
-  } else if (!progress_.has_best || score > progress_.best_score) {
-    progress_.best_score = score;
-    progress_.has_best = true;
-    progress_.bad_validations = 0;
-    progress_.lr_bad_validations = 0;
-  } else {  // a scheduled validation without improvement
-    ++progress_.bad_validations;
-    ++progress_.lr_bad_validations;
-    if (cfg_.train.lr_schedule == "plateau" && progress_.lr_bad_validations >= cfg_.train.lr_patience) {
-      const double lr = std::max(cfg_.train.min_learning_rate, progress_.learning_rate * cfg_.train.lr_decay);
-      if (lr < progress_.learning_rate) {
-        spdlog::info("[train] valid did not improve for {} validation(s): learning rate {:.3g} -> {:.3g}",
-                     progress_.lr_bad_validations, progress_.learning_rate, lr);
-        progress_.learning_rate = lr;
-        set_learning_rate(*optimizer_, lr);
-      }
-      progress_.lr_bad_validations = 0;
-    }
+  const auto outcome = schedule_.after_validation(v.score(cfg_.train), scheduled);
+  if (outcome.decayed_from) {
+    spdlog::info("[train] valid did not improve for {} validation(s): learning rate {:.3g} -> {:.3g}",
+                 outcome.decay_after, *outcome.decayed_from, progress_.learning_rate);
+    set_learning_rate(*optimizer_, progress_.learning_rate);
   }
   if (by_bleu) {
     spdlog::info("[valid] step {}: ppl {:.2f}, BLEU {:.2f}, chrF {:.2f}{}{}", progress_.step, v.ppl, v.bleu, v.chrf,
-                 improved ? " (best)" : "", scheduled ? "" : " (end of run)");
+                 outcome.best ? " (best)" : "", scheduled ? "" : " (end of run)");
   } else {
-    spdlog::info("[valid] step {}: ppl {:.2f}{}{}", progress_.step, v.ppl, improved ? " (best)" : "",
+    spdlog::info("[valid] step {}: ppl {:.2f}{}{}", progress_.step, v.ppl, outcome.best ? " (best)" : "",
                  scheduled ? "" : " (end of run)");
   }
-  nlohmann::json j = {{"type", "valid"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1},
-                      {"valid_ppl", v.ppl}, {"lr", applied_learning_rate()},
-                      {"elapsed", progress_.train_seconds}, {"best", improved}, {"scheduled", scheduled}};
+  ValidRecord record;
+  record.step = progress_.step;
+  record.epoch = progress_.epoch + 1;
+  record.valid_ppl = v.ppl;
   if (by_bleu) {
-    j["valid_bleu"] = v.bleu;
-    j["valid_chrf"] = v.chrf;
+    record.valid_bleu = v.bleu;
+    record.valid_chrf = v.chrf;
   }
-  log_->write(j);
+  record.lr = schedule_.applied_learning_rate();
+  record.elapsed = progress_.train_seconds;
+  record.best = outcome.best;
+  record.scheduled = scheduled;
+  run_dir_->log().write(record);
   save_step_checkpoint();
-  if (improved) {
+  if (outcome.best) {
     check_finite_parameters();
     AveragesInModel averages(average_.get());
-    save_checkpoint((fs::path(cfg_.train.save_dir) / "best.pt").string(), cfg_, model_, /*optimizer=*/nullptr, progress_,
-                    {tokenizers_, lexicon_});
+    save_checkpoint(run_dir_->best_checkpoint(), cfg_, model_, /*optimizer=*/nullptr, progress_, {tokenizers_, lexicon_});
   }
-  if (scheduled && cfg_.train.patience > 0 && progress_.bad_validations >= cfg_.train.patience) {
+  if (outcome.early_stop) {
     spdlog::info("[train] early stopping: no improvement in {} validations", progress_.bad_validations);
   }
   last_validated_step_ = progress_.step;
@@ -635,16 +495,12 @@ void Trainer::check_finite_parameters() {
 
 void Trainer::save_step_checkpoint() {
   check_finite_parameters();
-  const auto path = (fs::path(cfg_.train.save_dir) / ("ckpt." + std::to_string(progress_.step) + ".pt")).string();
+  const auto path = run_dir_->step_checkpoint(progress_.step);
   {
     AveragesInModel averages(average_.get());
     save_checkpoint(path, cfg_, model_, optimizer_.get(), progress_, {tokenizers_, lexicon_}, averages.trained_weights());
   }
-  auto all = list_step_checkpoints(cfg_.train.save_dir);
-  for (size_t i = cfg_.train.keep_checkpoints; i < all.size(); ++i) {
-    std::error_code ec;
-    fs::remove(all[i], ec);
-  }
+  run_dir_->keep_step_checkpoints(cfg_.train.keep_checkpoints);
   spdlog::debug("[train] saved '{}'", path);
 }
 
@@ -653,34 +509,29 @@ void Trainer::save_step_checkpoint() {
 void Trainer::evaluate_test() {
   if (cfg_.data.test.src.empty()) return;
   const auto test = read_parallel(cfg_.data.test, "test");
-  const auto best = (fs::path(cfg_.train.save_dir) / "best.pt").string();
+  const auto best = run_dir_->best_checkpoint();
   if (fs::exists(best)) CheckpointFile(best).load_state(model_, nullptr, /*restore_rng=*/false);
   model_->eval();
-  auto step_model = decoding_model();
-  TranslateOptions options = translate_options(cfg_.decode);
-  options.search.n_best = 1;
-  options.progress_label = "[test]";
-  const auto start = std::chrono::steady_clock::now();
-  auto translations = translate_lines(*step_model, tokenizers_, test.src, options);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::vector<std::string> hyps;
+  const auto result = validation_->test(model_, test);
   std::string text;
-  for (auto& t : translations) {
-    hyps.push_back(t.front().text);
-    text += hyps.back() + '\n';
-  }
-  write_file_atomic((fs::path(cfg_.train.save_dir) / "test.hyp").string(), text);
-  const double bleu = corpus_bleu(hyps, test.tgt).score;
-  const double chrf = corpus_chrf(hyps, test.tgt).score;
+  for (const auto& h : result.hypotheses) text += h + '\n';
+  write_file_atomic(run_dir_->file("test.hyp"), text);
   spdlog::info("[test] '{}': BLEU {:.2f}, chrF {:.2f} (beam {}, {} sentences in {:.1f}s) -> {}/test.hyp",
-               cfg_.data.test.src, bleu, chrf, options.search.beam_size, hyps.size(), seconds, cfg_.train.save_dir);
-  log_->write({{"type", "test"}, {"step", progress_.step}, {"test_bleu", bleu}, {"test_chrf", chrf},
-               {"beam_size", options.search.beam_size}, {"sentences", hyps.size()},
-               {"decode_seconds", seconds}, {"checkpoint", fs::exists(best) ? best : std::string("last")}});
+               cfg_.data.test.src, result.bleu, result.chrf, result.beam_size, result.hypotheses.size(), result.seconds,
+               cfg_.train.save_dir);
+  TestRecord record;
+  record.step = progress_.step;
+  record.test_bleu = result.bleu;
+  record.test_chrf = result.chrf;
+  record.beam_size = result.beam_size;
+  record.sentences = static_cast<int64_t>(result.hypotheses.size());
+  record.decode_seconds = result.seconds;
+  record.checkpoint = fs::exists(best) ? best : std::string("last");
+  run_dir_->log().write(record);
 }
 
 bool Trainer::should_stop() const {
-  return reached_limit(cfg_.train, progress_).has_value();  // train.patience included
+  return schedule_.reached().has_value();  // train.patience included
 }
 
 // Every rank stops at the same update: rank 0's criteria (its clock, its validations) and a
@@ -697,27 +548,24 @@ void Trainer::report() {
   const double loss = window_loss_ / std::max<int64_t>(window_tokens_, 1);
   const double ppl = std::exp(window_nll_ / std::max<int64_t>(window_tokens_, 1));
   const double tps = window_tokens_ / std::max(secs, 1e-9);
-  nlohmann::json record = {{"type", "train"}, {"step", progress_.step}, {"epoch", progress_.epoch + 1}, {"loss", loss},
-                           {"ppl", ppl}, {"lr", applied_learning_rate()}, {"tgt_tokens_per_sec", tps},
-                           {"elapsed", progress_.train_seconds}};
+  TrainRecord record;
+  record.step = progress_.step;
+  record.epoch = progress_.epoch + 1;
+  record.loss = loss;
+  record.ppl = ppl;
+  record.lr = schedule_.applied_learning_rate();
+  record.tgt_tokens_per_sec = tps;
+  record.elapsed = progress_.train_seconds;
   std::string allreduce;
   if (dist_->active()) {  // share of the window rank 0 spent in the gradient all-reduce
     const double share = (dist_->gradient_seconds() - window_allreduce_start_) / std::max(secs, 1e-9);
-    record["allreduce_share"] = share;
+    record.allreduce_share = share;
     allreduce = fmt::format(" all-reduce {:.0f}%", 100 * share);
   }
   spdlog::info("[train] step {} epoch {} loss {:.4f} ppl {:.2f} lr {:.3g} {:.0f} tgt tok/s{} elapsed {:.0f}s",
-               progress_.step, progress_.epoch + 1, loss, ppl, applied_learning_rate(), tps, allreduce,
+               progress_.step, progress_.epoch + 1, loss, ppl, record.lr, tps, allreduce,
                progress_.train_seconds);
-  log_->write(record);
-}
-
-// The updates the first limit of the config that applies in steps allows (0: none does).
-int64_t Trainer::step_budget(int64_t batches_per_epoch) const {
-  const auto& t = cfg_.train;
-  const int64_t by_epochs = t.max_epochs > 0 ? t.max_epochs * batches_per_epoch : 0;
-  if (t.max_steps > 0 && by_epochs > 0) return std::min<int64_t>(t.max_steps, by_epochs);
-  return t.max_steps > 0 ? t.max_steps : by_epochs;
+  run_dir_->log().write(record);
 }
 
 void Trainer::show_progress(Progress& bar) const {
@@ -750,7 +598,7 @@ void Trainer::train_loop() {
   start_batches_.clear();
   std::optional<Progress> bar;  // rank 0's progress line on a terminal
   if (is_main()) {
-    bar.emplace("[train]", "step", step_budget(static_cast<int64_t>(batches.size())));
+    bar.emplace("[train]", "step", schedule_.step_budget(static_cast<int64_t>(batches.size())));
     bar->update(progress_.step);  // where the rate and the ETA count from (a resumed run: its step)
   }
   for (;;) {
@@ -830,6 +678,29 @@ static std::optional<std::string> finished_run(const Config& cfg) {
   return std::nullopt;
 }
 
+// log.jsonl's start record: the model, the threads and the kernels the products run on.
+void Trainer::write_start_record(const std::string& bf16_class, int64_t batches_per_epoch) {
+  StartRecord start;
+  start.step = progress_.step;
+  start.parameters = model_->parameter_count();
+  start.attention = cfg_.model.attention.type;
+  start.decoder_style = cfg_.model.decoder.style;
+  start.threads = torch::get_num_threads();
+  start.replicas = replicas_->count();
+  start.blas = blas_description();
+  start.malloc = malloc_description();
+  start.gemm = gemm_description(device_.is_cpu());
+  start.precision = cfg_.train.precision;
+  start.bf16_kernel = bf16_class;
+  start.cpu_flags = kernel_flags(this_cpu_flags());
+  start.device = device_.str();
+  start.batches_per_epoch = batches_per_epoch;
+  start.resumed = req_.resume;
+  start.processes = dist_->world_size();
+  start.distributed_backend = dist_->backend();
+  run_dir_->log().write(start);
+}
+
 void Trainer::run() {
   // Resuming a finished run changes nothing: no validation, no checkpoint, no log line on disk.
   if (req_.resume && !req_.distributed) {
@@ -857,14 +728,10 @@ void Trainer::run() {
   // Joins the other ranks first: a rank that then fails (a locked save dir, bad data) makes the
   // others' next collective fail at once instead of waiting for a rendezvous that never comes.
   dist_ = std::make_unique<Distributed>(env, cfg_.distributed, device_);
-  std::unique_ptr<SaveDirLock> lock;
   if (is_main()) {
-    std::error_code ec;
-    fs::create_directories(cfg_.train.save_dir, ec);
-    if (ec) throw InputError("train.save_dir: cannot create '" + cfg_.train.save_dir + "': " + ec.message());
-    lock = std::make_unique<SaveDirLock>(cfg_.train.save_dir);
-    setup_logging(debug, (fs::path(cfg_.train.save_dir) / "train.log").string());
-    remove_stale_temp_files(cfg_.train.save_dir);
+    run_dir_ = std::make_unique<RunDir>(cfg_.train.save_dir);
+    setup_logging(debug, run_dir_->file("train.log"));
+    run_dir_->remove_stale_temp_files();
   } else if (!debug) {
     spdlog::set_level(spdlog::level::warn);  // rank 0 alone logs progress
   }
@@ -885,15 +752,8 @@ void Trainer::run() {
                                              dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
                                : std::string());
   if (is_main()) {
-    write_file_atomic((fs::path(cfg_.train.save_dir) / "config.yaml").string(), config_to_yaml(cfg_));
-    log_ = std::make_unique<JsonLog>((fs::path(cfg_.train.save_dir) / "log.jsonl").string());
-    log_->write({{"type", "start"}, {"step", progress_.step}, {"parameters", model_->parameter_count()},
-                 {"attention", cfg_.model.attention.type}, {"decoder_style", cfg_.model.decoder.style},
-                 {"threads", torch::get_num_threads()}, {"replicas", replicas_->count()}, {"blas", blas_description()},
-                 {"malloc", malloc_description()}, {"gemm", gemm_description(device_.is_cpu())},
-                 {"precision", cfg_.train.precision}, {"bf16_kernel", bf16_class},
-                 {"cpu_flags", kernel_flags(this_cpu_flags())}, {"device", device_.str()}, {"batches_per_epoch", batches_per_epoch}, {"resumed", req_.resume},
-                 {"processes", dist_->world_size()}, {"distributed_backend", dist_->backend()}});
+    write_file_atomic(run_dir_->file("config.yaml"), config_to_yaml(cfg_));
+    write_start_record(bf16_class, static_cast<int64_t>(batches_per_epoch));
   }
   stop_signals_ = std::make_unique<StopSignals>();
   train_loop();
@@ -930,7 +790,7 @@ static void check_resumable(const TrainRequest& request) {
   if (!request.resume || request.distributed) return;
   const auto& dir = request.config.train.save_dir;
   // A run still going there is the first thing to say (it may not have written a checkpoint yet).
-  if (const auto holder = save_dir_holder(dir)) throw InputError(in_use_message(dir, *holder));
+  if (const auto holder = save_dir_holder(dir)) throw InputError(save_dir_in_use_message(dir, *holder));
   const auto checkpoints = list_step_checkpoints(dir);
   if (checkpoints.empty()) {
     throw InputError("--resume: no checkpoint in train.save_dir '" + dir +

@@ -3,6 +3,9 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "attention/inference_products.h"
 #include "attention/registry.h"
@@ -344,5 +347,105 @@ TEST_CASE("every registered attention has a Multi30k config", "[attention][confi
     INFO(path.string());
     REQUIRE(fs::exists(path));
     REQUIRE(load_config_file(path.string()).model.attention.type == name);
+  }
+}
+
+namespace {
+
+// Every step's weights and the contexts' weighted sum of a fresh fixture of `config` (seeded), in
+// training or evaluation mode.
+struct Steps {
+  torch::Tensor contexts;
+  std::vector<torch::Tensor> weights;
+};
+Steps run_fixture(const AttentionConfig& config, bool training) {
+  auto f = make_fixture(config, torch::kFloat, 11);
+  f.attention->train(training);
+  torch::manual_seed(5);  // the same noise, sampling and dropout masks for both configs compared
+  auto [total, weights] = run_steps(f, f.memory, f.queries);
+  return {total, weights};
+}
+
+bool same(const Steps& a, const Steps& b) {
+  if (!torch::equal(a.contexts, b.contexts)) return false;
+  for (size_t t = 0; t < a.weights.size(); ++t) {
+    if (!torch::equal(a.weights[t], b.weights[t])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("what the registry says a variant supports is what it does", "[attention][registry]") {
+  for (const auto& name : attention_names()) {
+    SECTION(name) {
+      const auto& traits = attention_traits(name);
+      auto config = test_config(name);
+      // hard_decode: the key changes what the variant decodes exactly where the registry says so.
+      auto hard = config;
+      hard.hard_decode = true;
+      REQUIRE(same(run_fixture(config, false), run_fixture(hard, false)) == !traits.hard_decode);
+      // Streaming needs a hard stop.
+      if (traits.streams) REQUIRE(traits.hard_decode);
+      REQUIRE(attention_streams(hard) == traits.streams);
+      REQUIRE_FALSE(attention_streams(config));
+      // dropout: drops weights (in the context; the weights shown stay whole) where the registry
+      // says so; elsewhere training refuses the key.
+      auto dropped = config;
+      dropped.dropout = 0.5;
+      REQUIRE(same(run_fixture(config, true), run_fixture(dropped, true)) == !traits.dropout);
+      ModelConfig model;
+      model.encoder.hidden_size = kD / 2;
+      model.encoder.bidirectional = true;
+      model.decoder.hidden_size = kD;
+      model.attention = dropped;
+      if (traits.dropout) {
+        REQUIRE_NOTHROW(check_attention(model));
+      } else {
+        REQUIRE_THROWS_WITH(check_attention(model),
+                            Catch::Contains("model.attention.dropout: '" + name + "' has no heads' weights to drop"));
+      }
+      // coverage: built where the registry says so, refused (naming the variants that have it) elsewhere.
+      auto covered = config;
+      covered.coverage = true;
+      if (traits.coverage) {
+        REQUIRE(make_attention(covered, kD, kD) != nullptr);
+      } else {
+        REQUIRE_THROWS_WITH(make_attention(covered, kD, kD),
+                            Catch::Contains("model.attention.coverage: '" + name + "' has no coverage term") &&
+                                Catch::Contains(attention_names_with(&AttentionTraits::coverage)));
+      }
+    }
+  }
+}
+
+TEST_CASE("docs/attention.md's table of what each variant supports is the registry's", "[attention][registry][docs]") {
+  std::ifstream in(std::string(ATTNMT_SOURCE_DIR) + "/docs/attention.md");
+  REQUIRE(in);
+  std::map<std::string, std::vector<std::string>> rows;  // type -> its cells
+  bool in_section = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("### ", 0) == 0) in_section = line == "### What each variant supports";
+    if (!in_section || line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) {
+      const auto b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+      cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+    }
+    REQUIRE(cells.size() == 5);
+    rows[cells[0].substr(1, cells[0].size() - 2)] = cells;
+  }
+  REQUIRE(rows.size() == attention_names().size());
+  for (const auto& name : attention_names()) {
+    INFO(name);
+    REQUIRE(rows.count(name) == 1);
+    const auto& cells = rows[name];
+    const auto& traits = attention_traits(name);
+    CHECK((cells[1] == "yes") == traits.coverage);
+    CHECK((cells[2] == "yes") == traits.dropout);
+    CHECK((cells[3] == "yes") == traits.hard_decode);
+    CHECK((cells[4].rfind("yes", 0) == 0) == traits.streams);
+    CHECK((cells[1] + cells[2] + cells[3] + cells[4]).find_first_not_of(" yes,withhard_decode:true`") == std::string::npos);
   }
 }

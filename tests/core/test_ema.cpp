@@ -16,6 +16,7 @@
 #include "model/seq2seq.h"
 #include "train/ema.h"
 #include "util/text_io.h"
+#include "small_models.h"
 
 namespace fs = std::filesystem;
 using namespace attnmt;
@@ -24,15 +25,11 @@ using namespace attnmt::test;
 namespace {
 
 Seq2Seq small_model() {
-  ModelConfig config;
-  config.embedding_size = 8;
-  config.encoder.hidden_size = 6;
-  config.decoder.hidden_size = 10;
+  torch::manual_seed(7);
   VocabSizes vocab;
   vocab.src = 13;
   vocab.tgt = 11;
-  torch::manual_seed(7);
-  return Seq2Seq(config, vocab);
+  return Seq2Seq(test::sized_config(8, 6, 10), vocab);
 }
 
 std::vector<torch::Tensor> doubles(const std::vector<torch::Tensor>& ts) {

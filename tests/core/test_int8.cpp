@@ -13,6 +13,7 @@
 #include "model/seq2seq.h"
 #include "runtime/int8_gemm.h"
 #include "runtime/packed_linear.h"
+#include "small_models.h"
 
 using namespace attnmt;
 
@@ -217,20 +218,7 @@ namespace {
 
 Seq2Seq small_model(const std::string& rnn, const std::string& style) {
   torch::manual_seed(4);
-  ModelConfig config;
-  config.embedding_size = 24;
-  config.encoder.hidden_size = 12;
-  config.decoder.hidden_size = 24;
-  config.encoder.rnn = config.decoder.rnn = rnn;
-  config.decoder.style = style;
-  config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
-  config.tie_embeddings = true;
-  VocabSizes vocab;
-  vocab.src = 40;
-  vocab.tgt = 60;
-  Seq2Seq model(config, vocab);
-  model->eval();
-  return model;
+  return test::eval_model(test::styled_config(24, 12, 24, rnn, style), 40, 60);
 }
 
 // The hypothesis' log-probability from the same int8 step model, fed its tokens one sentence at a

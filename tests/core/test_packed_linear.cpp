@@ -9,6 +9,7 @@
 #include "decoding/seq2seq_step_model.h"
 #include "model/seq2seq.h"
 #include "runtime/packed_linear.h"
+#include "small_models.h"
 
 using namespace attnmt;
 
@@ -83,19 +84,7 @@ TEST_CASE("decoding on packed weights gives LibTorch's log-probabilities and tra
     for (const std::string style : {"luong", "bahdanau"}) {
       SECTION(rnn + " " + style) {
         torch::manual_seed(4);
-        ModelConfig config;
-        config.embedding_size = 24;
-        config.encoder.hidden_size = 12;
-        config.decoder.hidden_size = 24;
-        config.encoder.rnn = config.decoder.rnn = rnn;
-        config.decoder.style = style;
-        config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
-        config.tie_embeddings = true;
-        VocabSizes vocab;
-        vocab.src = 40;
-        vocab.tgt = 60;
-        Seq2Seq model(config, vocab);
-        model->eval();
+        auto model = test::eval_model(test::styled_config(24, 12, 24, rnn, style), 40, 60);
         torch::NoGradGuard no_grad;
         Seq2SeqStepModel plain(model, "fp32", false), packed(model, "fp32", true);
         REQUIRE_FALSE(plain.packed());
@@ -103,7 +92,7 @@ TEST_CASE("decoding on packed weights gives LibTorch's log-probabilities and tra
         auto src = torch::randint(4, 40, {3, 6}, torch::kLong);
         auto len = torch::tensor({6, 4, 2}, torch::kLong);
         auto a = plain.start(src, len), b = packed.start(src, len);
-        auto prev = torch::full({3}, vocab.bos_id, torch::kLong);
+        auto prev = torch::full({3}, VocabSizes{}.bos_id, torch::kLong);
         for (int t = 0; t < 5; ++t) {
           auto la = plain.step(prev, *a, false).logits, lb = packed.step(prev, *b, false).logits;
           REQUIRE(max_abs_diff(la, lb) < 1e-4);

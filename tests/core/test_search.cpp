@@ -15,6 +15,7 @@
 #include "step_models.h"
 #include "model/seq2seq.h"
 #include "util/cpu_kernels.h"
+#include "small_models.h"
 
 using namespace attnmt;
 using namespace attnmt::test;
@@ -322,15 +323,8 @@ TEST_CASE("decoder self-attention: finite-difference gradients in double", "[mod
 
 TEST_CASE("decode.precision bf16: the products in bfloat16 stay close to fp32", "[model]") {
   torch::manual_seed(9);
-  ModelConfig config;
-  config.embedding_size = 32;
-  config.encoder.hidden_size = 16;
-  config.decoder.hidden_size = 32;
-  VocabSizes vocab;
-  vocab.src = 40;
-  vocab.tgt = 50;
-  Seq2Seq model(config, vocab);
-  model->eval();
+  auto model = test::eval_model(test::sized_config(32, 16, 32), 40, 50);
+  const VocabSizes vocab;  // the special ids (bos)
   torch::NoGradGuard no_grad;
   auto src = torch::randint(4, 40, {3, 6}, torch::kLong);
   auto len = torch::tensor({6, 4, 2}, torch::kLong);

@@ -13,6 +13,7 @@
 #include "model/seq2seq.h"
 #include "runtime/packed_linear.h"
 #include "util/error.h"
+#include "small_models.h"
 
 using namespace attnmt;
 
@@ -20,16 +21,11 @@ namespace {
 
 Seq2Seq small_model(VocabSizes& vocab) {
   torch::manual_seed(5);
-  ModelConfig config;
-  config.embedding_size = 24;
-  config.encoder.hidden_size = 12;
-  config.decoder.hidden_size = 24;
+  auto config = test::sized_config(24, 12, 24);
   config.attention.type = "luong_general";
   vocab.src = 40;
   vocab.tgt = 200;
-  Seq2Seq model(config, vocab);
-  model->eval();
-  return model;
+  return test::eval_model(config, vocab.src, vocab.tgt);
 }
 
 // Source id s translates to target (s % 7) + 10 only; nothing is frequent.

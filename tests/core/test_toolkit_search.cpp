@@ -23,6 +23,7 @@
 #include "model/seq2seq.h"
 #include "step_models.h"
 #include "util/error.h"
+#include "small_models.h"
 
 using namespace attnmt;
 using namespace attnmt::test;
@@ -158,15 +159,7 @@ TEST_CASE("toolkit search rules on a real (random) model: log_prob equals teache
   // The model's state goes through expand_beams, reorder_beams and the index_select that drops
   // finished sentences; if any went wrong, a hypothesis's log_prob would not be its tokens'.
   torch::manual_seed(17);
-  ModelConfig config;
-  config.embedding_size = 8;
-  config.encoder.hidden_size = 6;
-  config.decoder.hidden_size = 12;
-  VocabSizes vocab;
-  vocab.src = 20;
-  vocab.tgt = 12;
-  Seq2Seq model(config, vocab);
-  model->eval();
+  auto model = test::eval_model(test::sized_config(8, 6, 12), 20, 12);
   Seq2SeqStepModel step_model(model);
   torch::NoGradGuard no_grad;
   const auto src = torch::randint(4, 20, {4, 6}, torch::kLong);

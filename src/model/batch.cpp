@@ -1,4 +1,4 @@
-#include "analysis/batch.h"
+#include "model/batch.h"
 
 #include <algorithm>
 #include <cmath>

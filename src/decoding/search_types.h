@@ -1,0 +1,65 @@
+// What search is asked and what it returns (search.h runs it): the options, the per-sentence
+// guides, the hypotheses, and the two rules every search algorithm shares: the maximum output
+// length and GNMT's length penalty (Wu et al., 2016, section 7).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace attnmt {
+
+// Whose beam and greedy search rules search() follows (decode.search_rules).
+enum class SearchRules {
+  attnmt,   // search.h's
+  opennmt,  // OpenNMT-py 2.3's BeamSearch (toolkit_search.h)
+  joeynmt,  // Joey NMT 2.3's beam_search and recurrent_greedy (toolkit_search.h)
+};
+
+struct SearchOptions {
+  SearchRules rules = SearchRules::attnmt;
+  int beam_size = 5;
+  double length_penalty = 0.6;    // GNMT alpha; 0 = raw log-probability
+  double coverage_penalty = 0.0;  // GNMT beta; 0 = off
+  double max_length_ratio = 2.0;  // max target tokens = floor(ratio * source tokens) + 5
+  int n_best = 1;                 // hypotheses returned per sentence (sampling: samples drawn)
+  bool return_attention = false;
+  int min_length = 0;             // no eos before this many target tokens
+  int max_length = 0;             // at most this many target tokens (0 = only the ratio's limit)
+                                  // (opennmt / joeynmt rules: the only limit, eos counted;
+                                  // 0: opennmt refuses it, joeynmt takes Joey's 1.5 x source)
+  bool ban_unk = false;           // opennmt / joeynmt rules: the unknown word is never chosen
+  int no_repeat_ngram_size = 0;   // 0 = off
+  bool sampling = false;
+  double temperature = 1.0;
+  int top_k = 0;                  // 0 = all
+  double top_p = 1.0;
+  double epsilon = 0.0;           // sampling: tokens of model probability < epsilon are not drawn
+  uint64_t seed = 1;
+};
+
+// What search is given for each sentence of a batch besides its source.
+struct SentenceGuide {
+  std::vector<int64_t> prefix;  // target tokens forced first, then search goes on (no eos)
+  // Phrases every output must contain (lexically constrained decoding, constraints.h).
+  std::vector<std::vector<int64_t>> constraints;
+  uint64_t id = 0;              // the sentence's number in its input: seeds its samples
+};
+
+struct Hypothesis {
+  std::vector<int64_t> tokens;  // without bos/eos
+  double score = 0;             // log P / lp + cp
+  double log_prob = 0;          // log P(Y|X), eos included
+  bool finished = true;         // false when cut at the maximum length
+  std::vector<std::vector<float>> attention;  // [|tokens| + eos?][source length], if requested
+  bool constraints_met = true;  // every constraint of its sentence is in tokens
+};
+
+using Guides = std::vector<SentenceGuide>;
+
+// The most target tokens of a sentence of src_len source tokens (eos not counted):
+// floor(ratio * src_len) + 5, and at most max_length when max_length > 0.
+int64_t max_target_length(int64_t src_len, const SearchOptions& options);
+
+// ((5 + length) / 6)^alpha; 1 for alpha 0.
+double gnmt_length_penalty(int64_t length, double alpha);
+
+}  // namespace attnmt

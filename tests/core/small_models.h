@@ -1,0 +1,44 @@
+// Small models for the tests: the config sizes, and the model built in eval mode. Everything not
+// given keeps ModelConfig's defaults, so a test states only what it depends on.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "model/seq2seq.h"
+
+namespace attnmt::test {
+
+// embedding, encoder (per direction) and decoder hidden sizes; the rest as ModelConfig has it.
+inline ModelConfig sized_config(int64_t embedding, int64_t encoder_hidden, int64_t decoder_hidden) {
+  ModelConfig config;
+  config.embedding_size = embedding;
+  config.encoder.hidden_size = encoder_hidden;
+  config.decoder.hidden_size = decoder_hidden;
+  return config;
+}
+
+// An RNN kind on both sides and a decoder style with its usual attention (Luong: luong_general;
+// Bahdanau: bahdanau), tied embeddings: the grid the decoding kernels are tested over.
+inline ModelConfig styled_config(int64_t embedding, int64_t encoder_hidden, int64_t decoder_hidden,
+                                 const std::string& rnn, const std::string& style) {
+  auto config = sized_config(embedding, encoder_hidden, decoder_hidden);
+  config.encoder.rnn = config.decoder.rnn = rnn;
+  config.decoder.style = style;
+  config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
+  config.tie_embeddings = true;
+  return config;
+}
+
+// The model of `config` for these vocabulary sizes, in eval mode (the caller seeds the RNG first).
+inline Seq2Seq eval_model(const ModelConfig& config, int64_t src_vocab, int64_t tgt_vocab) {
+  VocabSizes vocab;
+  vocab.src = src_vocab;
+  vocab.tgt = tgt_vocab;
+  Seq2Seq model(config, vocab);
+  model->eval();
+  return model;
+}
+
+}  // namespace attnmt::test
