@@ -39,10 +39,11 @@ run two_processes --nproc 2
 
 python3 - "$out" <<'PY'
 import json, os, platform, statistics, sys
+sys.path.insert(0, "scripts")
+from train_log import read_log
 out = sys.argv[1]
 def speeds(name):
-    recs = [json.loads(l) for l in open(f"{out}/{name}/log.jsonl") if l.strip()]
-    train = [r for r in recs if r["type"] == "train"][1:]  # first window: warm-up
+    train = read_log(f"{out}/{name}/log.jsonl")["train"][1:]  # first window: warm-up
     w = [r["tgt_tokens_per_sec"] for r in train]
     a = [r["allreduce_share"] for r in train if "allreduce_share" in r]
     return {"median": statistics.median(w), "min": min(w), "max": max(w), "windows": len(w),

@@ -32,7 +32,7 @@ for f in configs/multi30k_de_en/*.yaml; do
   [[ $n == default || $n == quickstart || $n == best || $n == best_* ]] || all+=("$n")
 done
 if (($#)); then names=("$@"); else names=("${all[@]}"); fi
-finished() { [ -f "$1" ] && grep -q '"type":"test"' "$1"; }
+finished() { python3 -c 'import sys; sys.path.insert(0, "scripts"); from train_log import finished; sys.exit(0 if finished(sys.argv[1]) else 1)' "$1"; }
 keep_log() {  # a finished run's log goes to results/zoo_logs/, where git keeps it
   local log=runs/multi30k_de_en/$1/log.jsonl
   if finished "$log"; then mkdir -p results/zoo_logs && cp "$log" "results/zoo_logs/$1.jsonl"; fi
@@ -54,14 +54,14 @@ done
 
 python3 - "${all[@]}" <<'PY'
 import json, os, statistics, sys
+sys.path.insert(0, "scripts")
+from train_log import finished as has_test, read_log
 notes = {}  # variant -> why its number is what it is
 if os.path.exists("configs/multi30k_de_en/zoo_notes.tsv"):
     for line in open("configs/multi30k_de_en/zoo_notes.tsv"):
         if line.strip() and not line.startswith("#"):
             name, _, text = line.rstrip("\n").partition("\t")
             notes[name] = text
-def has_test(path):
-    return os.path.exists(path) and '"type":"test"' in open(path).read()
 mark = "(carried over†)"
 previous = {}  # variant -> its row in the table this script wrote last time
 if os.path.exists("docs/attention_results.md"):
@@ -83,11 +83,9 @@ for name in sys.argv[1:]:
                          "chrf": num(c[4]), "valid_ppl": num(c[5]), "params": int(num(c[6])),
                          "tok_s": num(c[7]), "steps": int(c[8]), "minutes": num(c[9]), "note": c[10]})
         continue
-    recs = [json.loads(l) for l in open(path) if l.strip()]
-    start = next((r for r in recs if r["type"] == "start"), {})
-    train = [r for r in recs if r["type"] == "train"]
-    valid = [r for r in recs if r["type"] == "valid"]
-    test = [r for r in recs if r["type"] == "test"]
+    log = read_log(path)
+    start = log["start"][0] if log["start"] else {}
+    train, valid, test = log["train"], log["valid"], log["test"]
     best = [r for r in valid if r.get("best")]
     rows.append({
         "variant": name, "attention": start.get("attention", "?"),
