@@ -2,8 +2,6 @@
 
 #include "train/adam_rows.h"
 
-#include "config/config.h"
-
 #include <ATen/Parallel.h>
 
 #include <algorithm>
