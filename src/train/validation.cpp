@@ -25,22 +25,26 @@ std::unique_ptr<Seq2SeqStepModel> Validation::decoding_model(Seq2Seq& model) con
   return m;
 }
 
+std::vector<std::string> Validation::best_translations(StepModel& model, const std::vector<std::string>& lines,
+                                                       TranslateOptions options) const {
+  options.search.n_best = 1;
+  std::vector<std::string> best;
+  best.reserve(lines.size());
+  for (auto& t : translate_lines(model, tokenizers_, lines, options)) best.push_back(std::move(t.front().text));
+  return best;
+}
+
 ValidResult Validation::validate(Seq2Seq& model) const {
   torch::NoGradGuard no_grad;
   model->eval();
   ValidResult r;
   r.ppl = teacher_forced_nll(model, data_.examples, config_.train.batch_size, device_).perplexity();
   if (config_.train.valid_metric == "bleu") {
-    auto step_model = decoding_model(model);
     TranslateOptions options = translate_options(config_.decode);
     options.search.beam_size = config_.train.valid_beam_size;
-    options.search.n_best = 1;
     options.search.sampling = false;
     options.progress_label = "[valid]";
-    auto translations = translate_lines(*step_model, tokenizers_, text_.src, options);
-    std::vector<std::string> hyps;
-    hyps.reserve(translations.size());
-    for (auto& t : translations) hyps.push_back(t.front().text);
+    const auto hyps = best_translations(*decoding_model(model), text_.src, options);
     r.bleu = corpus_bleu(hyps, text_.tgt).score;
     r.chrf = corpus_chrf(hyps, text_.tgt).score;
   }
@@ -51,13 +55,11 @@ ValidResult Validation::validate(Seq2Seq& model) const {
 TestResult Validation::test(Seq2Seq& model, const ParallelText& test) const {
   auto step_model = decoding_model(model);
   TranslateOptions options = translate_options(config_.decode);
-  options.search.n_best = 1;
   options.progress_label = "[test]";
   const auto start = std::chrono::steady_clock::now();
-  auto translations = translate_lines(*step_model, tokenizers_, test.src, options);
   TestResult r;
+  r.hypotheses = best_translations(*step_model, test.src, options);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (auto& t : translations) r.hypotheses.push_back(t.front().text);
   r.bleu = corpus_bleu(r.hypotheses, test.tgt).score;
   r.chrf = corpus_chrf(r.hypotheses, test.tgt).score;
   r.beam_size = options.search.beam_size;

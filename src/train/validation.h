@@ -11,6 +11,7 @@
 #include "data/batcher.h"
 #include "data/corpus.h"
 #include "data/tokenizer.h"
+#include "decoding/translator.h"
 #include "model/seq2seq.h"
 
 namespace attnmt {
@@ -47,6 +48,9 @@ class Validation {
   TestResult test(Seq2Seq& model, const ParallelText& test) const;
 
  private:
+  // Each line's best translation (n_best 1) under `options`.
+  std::vector<std::string> best_translations(StepModel& model, const std::vector<std::string>& lines,
+                                             TranslateOptions options) const;
   const Config& config_;
   const Tokenizers& tokenizers_;
   std::shared_ptr<const Lexicon> lexicon_;
