@@ -38,8 +38,7 @@ void add_align_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--no-detokenize", o->no_detokenize,
                 "Give the model the words joined by spaces as they are (default: punctuation re-attached)");
   cmd->add_option("--batch-size", o->batch_size, "Sentence pairs per forward pass")->check(CLI::PositiveNumber);
-  const auto settings = add_decode_flags(cmd, {{"--threads", "threads", "Threads (0 = all cores)"},
-                                               {"--device", "device", "cpu | cuda | cuda:N"}});
+  const auto settings = add_decode_flags(cmd, {{"threads"}, {"device"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     const auto text = read_alignment_text(o->src, o->tgt);

@@ -26,9 +26,7 @@ void add_plot_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--tgt", o->tgt, "A reference: plot its force-decoded attention instead of the model's translation");
   cmd->add_option("--output,-o", o->output, "FILE.svg or FILE.png")->required();
   cmd->add_option("--title", o->title, "Title above the map (default: attention type and what is shown)");
-  const auto settings = add_decode_flags(cmd, {{"--beam-size", "decode.beam_size", "Beam size for the translation"},
-                                               {"--threads", "threads", "Threads (0 = all cores)"},
-                                               {"--device", "device", "cpu | cuda | cuda:N"}});
+  const auto settings = add_decode_flags(cmd, {{"decode.beam_size"}, {"threads"}, {"device"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     for (const auto* s : {&o->src, &o->tgt}) {

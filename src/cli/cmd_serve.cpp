@@ -65,12 +65,11 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_option("--cors", o->cors,
                   "Let a web page from ORIGIN (e.g. https://example.org, or *) call the API from a browser "
                   "(default: no CORS headers)");
-  const auto settings = add_decode_flags(
-      cmd, {{"--beam-size", "decode.beam_size", "Default beam size (a request may ask for another)"},
-            {"--n-best", "decode.n_best", "Default n-best"},
-            {"--threads", "threads", "Threads (0 = all cores)"},
-            {"--precision", "decode.precision", "fp32 | bf16 | int8"},
-            {"--device", "device", "cpu | cuda | cuda:N"}});
+  const auto settings = add_decode_flags(cmd, {{"decode.beam_size", "the default: a request may ask for another"},
+                                               {"decode.n_best", "the default: a request may ask for another"},
+                                               {"threads"},
+                                               {"decode.precision"},
+                                               {"device"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
 #ifdef ATTNMT_WITH_HTTP

@@ -1,7 +1,8 @@
 // The experiment configuration: typed structs with their defaults. Parsed once from YAML by
 // config/loader.cpp (the only file that includes yaml-cpp), validated there, and then passed
 // around as these plain structs. Every field here is a YAML key of the same dotted name
-// (e.g. model.encoder.hidden_size); docs/config.md and configs/*.yaml document them.
+// (e.g. model.encoder.hidden_size); its entry in config/loader.cpp's key table says when it may
+// change, the values it takes and its help line, and docs/config.md shows that table.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -211,6 +212,13 @@ struct DecodeConfig {
   // NMT's generate_unk: false).
   bool ban_unk = false;
 };
+
+// decode:'s defaults, for the decoding options that mirror them (decoding/search_types.h,
+// decoding/translator.h): those take their defaults from here rather than a copy.
+inline const DecodeConfig& decode_defaults() {
+  static const DecodeConfig defaults;
+  return defaults;
+}
 
 // Data-parallel training (attnmt train --nproc N | --distributed): see train/distributed.h.
 struct DistributedConfig {

@@ -1,8 +1,10 @@
 // YAML <-> Config. The only file in attnmt that includes yaml-cpp.
 //
-// Every key is declared once, in kFields below, as the dotted path of its struct member; the
-// parser, the writer, config_keys() and the "did you mean" suggestions all read that table, so
-// a new option is one line here plus its field (and comment) in config.h.
+// Every key is declared once, in kFields below: the dotted path of its struct member (its type
+// and default are the member's, in config.h), when it may change, the values it takes and its
+// help line. The parser, the writer, validate_config, config_keys(), config_key_table() (the
+// decode-time checks, the Python module, the CLI's help and docs/config.md's test) and the "did
+// you mean" suggestions all read it, so a new option is one entry here plus its field in config.h.
 #include "config/loader.h"
 
 #include <yaml-cpp/eventhandler.h>
@@ -18,6 +20,7 @@
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <variant>
@@ -35,138 +38,277 @@ namespace {
 
 using FieldRef = std::variant<int*, std::uint64_t*, double*, bool*, std::string*>;
 
+// The values a key takes on its own: validate_config checks them, the "Allowed" column of
+// docs/config.md shows them. Rules between keys are code (validate_config, after the table's
+// checks) and the entry's `also` says them in words. Every number must be finite.
+struct Rule {
+  enum Kind { kAny, kAtLeast, kAbove, kHalfOpen, kOpenClosed, kClosed, kChoice } kind = kAny;
+  double lo = 0, hi = 0;
+  const char* choices = nullptr;  // kChoice: "adam|sgd"
+  const char* note = nullptr;     // what a special value means, "0 = off": shown in parentheses
+};
+constexpr Rule any() { return {}; }
+constexpr Rule at_least(double lo, const char* note = nullptr) { return {Rule::kAtLeast, lo, 0, nullptr, note}; }
+constexpr Rule above(double lo, const char* note = nullptr) { return {Rule::kAbove, lo, 0, nullptr, note}; }
+constexpr Rule in_co(double lo, double hi, const char* note = nullptr) { return {Rule::kHalfOpen, lo, hi, nullptr, note}; }
+constexpr Rule in_oc(double lo, double hi) { return {Rule::kOpenClosed, lo, hi, nullptr, nullptr}; }
+constexpr Rule in_cc(double lo, double hi) { return {Rule::kClosed, lo, hi, nullptr, nullptr}; }
+constexpr Rule one_of(const char* choices) { return {Rule::kChoice, 0, 0, choices, nullptr}; }
+
+constexpr KeyScope kTrain = KeyScope::train, kLoad = KeyScope::load, kCall = KeyScope::call;
+
 struct Field {
   const char* key;             // dotted path, e.g. "model.encoder.hidden_size"
-  FieldRef (*ref)(Config& c);  // the member it names
+  FieldRef (*ref)(Config& c);  // the member it names (its type and default: config.h)
+  KeyScope scope;              // when it may still change
+  Rule rule;
+  const char* help;            // one line, markdown: the CLI's help and docs/config.md's "Meaning" start with it
+  const char* also = nullptr;  // rules with other keys, in words
 };
 
 // The stringised member path *is* the key, so the two cannot drift apart.
 // clang-format off
-#define ATTNMT_FIELD(path) Field{#path, [](Config& c) -> FieldRef { return &c.path; }}
+#define ATTNMT_FIELD(path) #path, [](Config& c) -> FieldRef { return &c.path; }
 // clang-format on
 
 // In the order of config.h (config_to_yaml writes them in this order).
 const Field kFields[] = {
-    ATTNMT_FIELD(data.train.src),
-    ATTNMT_FIELD(data.train.tgt),
-    ATTNMT_FIELD(data.valid.src),
-    ATTNMT_FIELD(data.valid.tgt),
-    ATTNMT_FIELD(data.test.src),
-    ATTNMT_FIELD(data.test.tgt),
-    ATTNMT_FIELD(data.max_length),
-    ATTNMT_FIELD(data.cache_dir),
-    ATTNMT_FIELD(data.batch_window),
-    ATTNMT_FIELD(data.src_bpe_dropout),
-    ATTNMT_FIELD(data.tgt_bpe_dropout),
+    {ATTNMT_FIELD(data.train.src), kTrain, any(),
+     "Source side of the training corpus", "a readable file; **required for training**"},
+    {ATTNMT_FIELD(data.train.tgt), kTrain, any(),
+     "Target side, same number of lines as `src`", "a readable file; **required for training**"},
+    {ATTNMT_FIELD(data.valid.src), kTrain, any(),
+     "Source side of the validation set (perplexity / BLEU)", "a readable file; **required for training**"},
+    {ATTNMT_FIELD(data.valid.tgt), kTrain, any(),
+     "Target side of the validation set", "a readable file; **required for training**"},
+    {ATTNMT_FIELD(data.test.src), kTrain, any(),
+     "Optional test set, translated and scored at the end of training", "a readable file, or empty"},
+    {ATTNMT_FIELD(data.test.tgt), kTrain, any(),
+     "Target side of the test set (references)", "a readable file; set together with `data.test.src`"},
+    {ATTNMT_FIELD(data.max_length), kTrain, above(0),
+     "Pairs with more subword tokens than this on either side are skipped"},
+    {ATTNMT_FIELD(data.cache_dir), kTrain, any(),
+     "Where the training corpora are kept as token ids (empty: `train.save_dir/cache`)", "a writable directory"},
+    {ATTNMT_FIELD(data.batch_window), kTrain, at_least(0, "0 = the whole epoch"),
+     "Batches are made of pairs of similar lengths"},
+    {ATTNMT_FIELD(data.src_bpe_dropout), kTrain, in_co(0, 1),
+     "BPE-dropout (Provilkov et al., 2020) on the source while training", "0 unless `tokenizer.type` is sentencepiece and `tokenizer.model_type` bpe"},
+    {ATTNMT_FIELD(data.tgt_bpe_dropout), kTrain, in_co(0, 1),
+     "The same on the target side (what the decoder reads and predicts)", "as `data.src_bpe_dropout`"},
 
-    ATTNMT_FIELD(tokenizer.type),
-    ATTNMT_FIELD(tokenizer.model_type),
-    ATTNMT_FIELD(tokenizer.vocab_size),
-    ATTNMT_FIELD(tokenizer.shared),
-    ATTNMT_FIELD(tokenizer.character_coverage),
-    ATTNMT_FIELD(tokenizer.input_sentence_size),
-    ATTNMT_FIELD(tokenizer.user_defined_symbols),
+    {ATTNMT_FIELD(tokenizer.type), kTrain, one_of("sentencepiece|none"),
+     "`sentencepiece`: subword models learnt from the raw text"},
+    {ATTNMT_FIELD(tokenizer.model_type), kTrain, one_of("bpe|unigram"),
+     "SentencePiece model type"},
+    {ATTNMT_FIELD(tokenizer.vocab_size), kTrain, at_least(8),
+     "Vocabulary size per model (the shared one, or each side's)"},
+    {ATTNMT_FIELD(tokenizer.shared), kTrain, any(),
+     "One model trained on both sides, or one model per side"},
+    {ATTNMT_FIELD(tokenizer.character_coverage), kTrain, in_oc(0, 1),
+     "SentencePiece `--character_coverage`"},
+    {ATTNMT_FIELD(tokenizer.input_sentence_size), kTrain, at_least(0, "0 = every line"),
+     "SentencePiece is trained on a sample of this many training lines"},
+    {ATTNMT_FIELD(tokenizer.user_defined_symbols), kTrain, any(),
+     "SentencePiece `--user_defined_symbols`: pieces always kept whole", "comma-separated, no spaces; `sentencepiece` only"},
 
-    ATTNMT_FIELD(model.embedding_size),
-    ATTNMT_FIELD(model.encoder.rnn),
-    ATTNMT_FIELD(model.encoder.bidirectional),
-    ATTNMT_FIELD(model.encoder.layers),
-    ATTNMT_FIELD(model.encoder.hidden_size),
-    ATTNMT_FIELD(model.encoder.dropout),
-    ATTNMT_FIELD(model.encoder.word_dropout),
-    ATTNMT_FIELD(model.encoder.self_attention.layers),
-    ATTNMT_FIELD(model.encoder.self_attention.heads),
-    ATTNMT_FIELD(model.encoder.self_attention.dropout),
-    ATTNMT_FIELD(model.encoder.embedding_size),
-    ATTNMT_FIELD(model.decoder.rnn),
-    ATTNMT_FIELD(model.decoder.style),
-    ATTNMT_FIELD(model.decoder.layers),
-    ATTNMT_FIELD(model.decoder.hidden_size),
-    ATTNMT_FIELD(model.decoder.input_feeding),
-    ATTNMT_FIELD(model.decoder.dropout),
-    ATTNMT_FIELD(model.decoder.word_dropout),
-    ATTNMT_FIELD(model.decoder.self_attention),
-    ATTNMT_FIELD(model.decoder.init),
-    ATTNMT_FIELD(model.decoder.combine_bias),
-    ATTNMT_FIELD(model.decoder.combine_tanh),
-    ATTNMT_FIELD(model.attention.type),
-    ATTNMT_FIELD(model.attention.hidden_size),
-    ATTNMT_FIELD(model.attention.window),
-    ATTNMT_FIELD(model.attention.score),
-    ATTNMT_FIELD(model.attention.max_positions),
-    ATTNMT_FIELD(model.attention.hard_decode),
-    ATTNMT_FIELD(model.attention.score_bias_init),
-    ATTNMT_FIELD(model.attention.heads),
-    ATTNMT_FIELD(model.attention.dropout),
-    ATTNMT_FIELD(model.attention.max_area),
-    ATTNMT_FIELD(model.attention.chunk_size),
-    ATTNMT_FIELD(model.attention.coverage),
-    ATTNMT_FIELD(model.attention.coverage_loss),
-    ATTNMT_FIELD(model.tie_embeddings),
-    ATTNMT_FIELD(model.share_embeddings),
-    ATTNMT_FIELD(model.source_eos),
+    {ATTNMT_FIELD(model.embedding_size), kTrain, above(0),
+     "Size of the source and target word embeddings"},
+    {ATTNMT_FIELD(model.encoder.rnn), kTrain, one_of("lstm|gru"),
+     "The encoder's recurrent cell"},
+    {ATTNMT_FIELD(model.encoder.bidirectional), kTrain, any(),
+     "Forward and backward states are concatenated"},
+    {ATTNMT_FIELD(model.encoder.layers), kTrain, above(0),
+     "Number of stacked RNN layers of the encoder"},
+    {ATTNMT_FIELD(model.encoder.hidden_size), kTrain, above(0),
+     "Hidden size per direction"},
+    {ATTNMT_FIELD(model.encoder.dropout), kTrain, in_co(0, 1),
+     "Dropout between layers and on the encoder output"},
+    {ATTNMT_FIELD(model.encoder.word_dropout), kTrain, in_co(0, 1),
+     "Word dropout while training"},
+    {ATTNMT_FIELD(model.encoder.self_attention.layers), kTrain, at_least(0, "0 = none"),
+     "Multi-head self-attention blocks over the RNN's states (RNMT+-style hybrid)"},
+    {ATTNMT_FIELD(model.encoder.self_attention.heads), kTrain, at_least(1),
+     "Heads per block (each of size output / heads, scaled dot-product)", "divides the encoder's output size"},
+    {ATTNMT_FIELD(model.encoder.self_attention.dropout), kTrain, in_co(0, 1),
+     "Dropout on each block's attention output before the residual sum"},
+    {ATTNMT_FIELD(model.encoder.embedding_size), kTrain, at_least(0, "0 = model.embedding_size"),
+     "Size of the source embeddings"},
+    {ATTNMT_FIELD(model.decoder.rnn), kTrain, one_of("lstm|gru"),
+     "The decoder's recurrent cell"},
+    {ATTNMT_FIELD(model.decoder.style), kTrain, one_of("luong|bahdanau"),
+     "`luong`: attention after the RNN step; `bahdanau`: before it"},
+    {ATTNMT_FIELD(model.decoder.layers), kTrain, above(0),
+     "Number of stacked RNN layers of the decoder"},
+    {ATTNMT_FIELD(model.decoder.hidden_size), kTrain, above(0),
+     "Hidden size of the decoder"},
+    {ATTNMT_FIELD(model.decoder.input_feeding), kTrain, any(),
+     "Luong style: feed the previous attentional state h~ to the RNN"},
+    {ATTNMT_FIELD(model.decoder.dropout), kTrain, in_co(0, 1),
+     "Dropout between layers and on the decoder output"},
+    {ATTNMT_FIELD(model.decoder.word_dropout), kTrain, in_co(0, 1),
+     "The same for the target tokens fed to the decoder (Marian's `dropout-trg`)"},
+    {ATTNMT_FIELD(model.decoder.self_attention), kTrain, any(),
+     "Intra-decoder attention (Paulus et al. 2017, 2.2)"},
+    {ATTNMT_FIELD(model.decoder.init), kTrain, one_of("bridge|encoder|encoder_relu_bridge|tanh_bridge|last|zero"),
+     "The decoder's initial state"},
+    {ATTNMT_FIELD(model.decoder.combine_bias), kTrain, any(),
+     "The layer that makes h~_t has a bias (OpenNMT-py's `mlp` attention, Joey NMT)"},
+    {ATTNMT_FIELD(model.decoder.combine_tanh), kTrain, any(),
+     "h~_t = tanh(W_c [c_t; s_t]); `false`: without the tanh (OpenNMT-py's `mlp` attention)"},
+    {ATTNMT_FIELD(model.attention.type), kTrain, any(),
+     "Attention mechanism (formulas: [attention.md](attention.md))", "a registered name: [attention.md](attention.md#what-each-variant-supports) lists them (an unknown name lists the valid ones)"},
+    {ATTNMT_FIELD(model.attention.hidden_size), kTrain, at_least(0, "0 = decoder size"),
+     "Size of the tanh layer of additive / concat scores"},
+    {ATTNMT_FIELD(model.attention.window), kTrain, at_least(1),
+     "`local_m` / `local_p`: half-width D of the window"},
+    {ATTNMT_FIELD(model.attention.score), kTrain, one_of("dot|scaled_dot|general|concat"),
+     "Score function of `local_m`, `local_p` (inside the window), `forced_forward`, `key_value`, `area`, `hard`, `forward`"},
+    {ATTNMT_FIELD(model.attention.max_positions), kTrain, at_least(1),
+     "`luong_location`: source positions with a row of their own in W_a"},
+    {ATTNMT_FIELD(model.attention.hard_decode), kLoad, any(),
+     "Decode with the hard monotonic algorithm (one-hot weights, never moves left)"},
+    {ATTNMT_FIELD(model.attention.score_bias_init), kTrain, in_cc(-20, 20),
+     "`monotonic`: the initial value of `r`, the selection energy's bias"},
+    {ATTNMT_FIELD(model.attention.heads), kTrain, at_least(1),
+     "`multi_head`: number of heads"},
+    {ATTNMT_FIELD(model.attention.dropout), kTrain, in_co(0, 1),
+     "`multi_head`: dropout on each head's attention weights while training", "`multi_head` only"},
+    {ATTNMT_FIELD(model.attention.max_area), kTrain, at_least(1),
+     "`area`: maximal span length A"},
+    {ATTNMT_FIELD(model.attention.chunk_size), kTrain, at_least(1),
+     "`chunkwise`: states w of the soft chunk ending at the monotonic stop"},
+    {ATTNMT_FIELD(model.attention.coverage), kTrain, any(),
+     "Additive score with a coverage term w_c cov_{t,i} (See et al., 2017)", "`false` unless the score is additive (`bahdanau`, `luong_concat`)"},
+    {ATTNMT_FIELD(model.attention.coverage_loss), kTrain, at_least(0),
+     "Weight lambda of the coverage loss (0 = off)"},
+    {ATTNMT_FIELD(model.tie_embeddings), kTrain, any(),
+     "The output layer shares the target embedding matrix"},
+    {ATTNMT_FIELD(model.share_embeddings), kTrain, any(),
+     "The encoder and the decoder read one embedding matrix", "`false` unless `tokenizer.shared`"},
+    {ATTNMT_FIELD(model.source_eos), kTrain, any(),
+     "The encoder reads the source's `</s>`"},
 
-    ATTNMT_FIELD(train.save_dir),
-    ATTNMT_FIELD(train.batch_size),
-    ATTNMT_FIELD(train.batch_tokens),
-    ATTNMT_FIELD(train.max_steps),
-    ATTNMT_FIELD(train.max_epochs),
-    ATTNMT_FIELD(train.max_minutes),
-    ATTNMT_FIELD(train.optimizer),
-    ATTNMT_FIELD(train.learning_rate),
-    ATTNMT_FIELD(train.clip_norm),
-    ATTNMT_FIELD(train.label_smoothing),
-    ATTNMT_FIELD(train.lr_schedule),
-    ATTNMT_FIELD(train.warmup_steps),
-    ATTNMT_FIELD(train.lr_decay),
-    ATTNMT_FIELD(train.lr_patience),
-    ATTNMT_FIELD(train.min_learning_rate),
-    ATTNMT_FIELD(train.weight_decay),
-    ATTNMT_FIELD(train.ema_decay),
-    ATTNMT_FIELD(train.valid_every),
-    ATTNMT_FIELD(train.valid_metric),
-    ATTNMT_FIELD(train.valid_beam_size),
-    ATTNMT_FIELD(train.patience),
-    ATTNMT_FIELD(train.keep_checkpoints),
-    ATTNMT_FIELD(train.report_every),
-    ATTNMT_FIELD(train.precision),
-    ATTNMT_FIELD(train.allow_slow_bf16),
-    ATTNMT_FIELD(train.replicas),
-    ATTNMT_FIELD(train.seed),
+    {ATTNMT_FIELD(train.save_dir), kTrain, any(),
+     "Directory for checkpoints, tokenizer models, logs and the resolved config", "**required for training**"},
+    {ATTNMT_FIELD(train.batch_size), kTrain, above(0),
+     "Sentences per batch (used when `batch_tokens` is 0)"},
+    {ATTNMT_FIELD(train.batch_tokens), kTrain, at_least(0, "0 = batch by sentences"),
+     "If > 0: batches hold up to this many target tokens"},
+    {ATTNMT_FIELD(train.max_steps), kTrain, at_least(0, "0 = no limit"),
+     "Stop after this many updates"},
+    {ATTNMT_FIELD(train.max_epochs), kTrain, at_least(0, "0 = no limit"),
+     "Stop after this many epochs"},
+    {ATTNMT_FIELD(train.max_minutes), kTrain, at_least(0, "0 = no limit"),
+     "Stop after this much wall-clock training time in minutes, validations included"},
+    {ATTNMT_FIELD(train.optimizer), kTrain, one_of("adam|sgd"),
+     "Optimiser"},
+    {ATTNMT_FIELD(train.learning_rate), kTrain, above(0),
+     "Initial learning rate"},
+    {ATTNMT_FIELD(train.clip_norm), kTrain, at_least(0, "0 = off"),
+     "Global gradient-norm clipping"},
+    {ATTNMT_FIELD(train.label_smoothing), kTrain, in_co(0, 1),
+     "Label smoothing of the cross-entropy loss"},
+    {ATTNMT_FIELD(train.lr_schedule), kTrain, one_of("plateau|constant|inverse_sqrt|cosine"),
+     "Learning-rate schedule"},
+    {ATTNMT_FIELD(train.warmup_steps), kTrain, at_least(0, "0 = none"),
+     "Linear warm-up over the first N updates"},
+    {ATTNMT_FIELD(train.lr_decay), kTrain, in_oc(0, 1),
+     "Plateau: multiply the LR by this when validation does not improve"},
+    {ATTNMT_FIELD(train.lr_patience), kTrain, at_least(0),
+     "Plateau: validations without improvement before decaying"},
+    {ATTNMT_FIELD(train.min_learning_rate), kTrain, at_least(0),
+     "Plateau: the LR does not decay below this; cosine: where it ends"},
+    {ATTNMT_FIELD(train.weight_decay), kTrain, in_co(0, 1),
+     "Decoupled weight decay (AdamW, Loshchilov & Hutter 2019)"},
+    {ATTNMT_FIELD(train.ema_decay), kTrain, in_co(0, 1),
+     "> 0: keep an exponential moving average of the weights"},
+    {ATTNMT_FIELD(train.valid_every), kTrain, above(0),
+     "Validate every N updates (and at the end of each epoch)"},
+    {ATTNMT_FIELD(train.valid_metric), kTrain, one_of("bleu|ppl"),
+     "What \"best\" and early stopping look at"},
+    {ATTNMT_FIELD(train.valid_beam_size), kTrain, at_least(1),
+     "Beam size for validation BLEU (1 = greedy)"},
+    {ATTNMT_FIELD(train.patience), kTrain, at_least(0, "0 = off"),
+     "Stop after N validations without improvement"},
+    {ATTNMT_FIELD(train.keep_checkpoints), kTrain, at_least(1),
+     "Keep the last K step checkpoints (plus `best.pt`)"},
+    {ATTNMT_FIELD(train.report_every), kTrain, at_least(1),
+     "Log a training line every N updates"},
+    {ATTNMT_FIELD(train.precision), kTrain, one_of("fp32|bf16"),
+     "`bf16`: CPU autocast, matrix products in bfloat16"},
+    {ATTNMT_FIELD(train.allow_slow_bf16), kTrain, any(),
+     "Train in bf16 even on a CPU without native bf16 products"},
+    {ATTNMT_FIELD(train.replicas), kTrain, at_least(0, "0 = one per thread on a CPU"),
+     "Data parallelism inside one process: this many model replicas"},
+    {ATTNMT_FIELD(train.seed), kTrain, any(),
+     "Random seed"},
 
-    ATTNMT_FIELD(decode.beam_size),
-    ATTNMT_FIELD(decode.length_penalty),
-    ATTNMT_FIELD(decode.coverage_penalty),
-    ATTNMT_FIELD(decode.max_length_ratio),
-    ATTNMT_FIELD(decode.batch_size),
-    ATTNMT_FIELD(decode.workers),
-    ATTNMT_FIELD(decode.precision),
-    ATTNMT_FIELD(decode.packed_weights),
-    ATTNMT_FIELD(decode.n_best),
-    ATTNMT_FIELD(decode.shortlist),
-    ATTNMT_FIELD(decode.shortlist_first),
-    ATTNMT_FIELD(decode.shortlist_best),
-    ATTNMT_FIELD(decode.min_length),
-    ATTNMT_FIELD(decode.max_length),
-    ATTNMT_FIELD(decode.no_repeat_ngram_size),
-    ATTNMT_FIELD(decode.sampling),
-    ATTNMT_FIELD(decode.temperature),
-    ATTNMT_FIELD(decode.top_k),
-    ATTNMT_FIELD(decode.top_p),
-    ATTNMT_FIELD(decode.epsilon),
-    ATTNMT_FIELD(decode.seed),
-    ATTNMT_FIELD(decode.mbr),
-    ATTNMT_FIELD(decode.mbr_candidates),
-    ATTNMT_FIELD(decode.search_rules),
-    ATTNMT_FIELD(decode.ban_unk),
+    {ATTNMT_FIELD(decode.beam_size), kCall, at_least(1),
+     "Beam size (1 = greedy)"},
+    {ATTNMT_FIELD(decode.length_penalty), kCall, at_least(0),
+     "GNMT length-normalisation alpha (0 = no normalisation)"},
+    {ATTNMT_FIELD(decode.coverage_penalty), kCall, at_least(0),
+     "GNMT coverage penalty beta (0 = off)"},
+    {ATTNMT_FIELD(decode.max_length_ratio), kCall, above(0),
+     "Hypotheses stop at ratio * source length + 5 tokens"},
+    {ATTNMT_FIELD(decode.batch_size), kCall, at_least(1),
+     "Sentences decoded together"},
+    {ATTNMT_FIELD(decode.workers), kLoad, at_least(0, "0 = one per thread on a CPU"),
+     "Batches decoded at once, each by a thread of its own"},
+    {ATTNMT_FIELD(decode.precision), kLoad, one_of("fp32|bf16|int8"),
+     "The encoder's and decoder step's matrix products in fp32, bfloat16 or int8"},
+    {ATTNMT_FIELD(decode.packed_weights), kLoad, any(),
+     "CPU: the LSTM encoder's and decoder step's weights packed once for oneDNN"},
+    {ATTNMT_FIELD(decode.n_best), kCall, any(),
+     "Hypotheses written per input line", "1 .. `decode.beam_size`; sampling: >= 1"},
+    {ATTNMT_FIELD(decode.shortlist), kLoad, any(),
+     "Vocabulary shortlist, as Marian's lexical shortlists"},
+    {ATTNMT_FIELD(decode.shortlist_first), kLoad, at_least(0),
+     "With `decode.shortlist`: how many of the most frequent target subwords every batch keeps"},
+    {ATTNMT_FIELD(decode.shortlist_best), kLoad, at_least(0),
+     "With `decode.shortlist`: how many translations of each source subword"},
+    {ATTNMT_FIELD(decode.min_length), kCall, at_least(0),
+     "No end of sentence before this many target tokens", "<= `decode.max_length` when that is set"},
+    {ATTNMT_FIELD(decode.max_length), kCall, at_least(0, "0 = no cap"),
+     "At most this many target tokens, besides `max_length_ratio` (the smaller limit wins)"},
+    {ATTNMT_FIELD(decode.no_repeat_ngram_size), kCall, at_least(0, "0 = off"),
+     "No n-gram of this many tokens twice in a hypothesis"},
+    {ATTNMT_FIELD(decode.sampling), kCall, any(),
+     "Random sampling instead of greedy/beam search"},
+    {ATTNMT_FIELD(decode.temperature), kCall, above(0),
+     "Sampling: tokens are drawn from softmax(logits / temperature)"},
+    {ATTNMT_FIELD(decode.top_k), kCall, at_least(0, "0 = all"),
+     "Sampling: only the k likeliest tokens of a step may be drawn"},
+    {ATTNMT_FIELD(decode.top_p), kCall, in_oc(0, 1),
+     "Sampling: only the smallest set of likeliest tokens whose probability reaches top_p"},
+    {ATTNMT_FIELD(decode.epsilon), kCall, in_co(0, 1, "0 = off"),
+     "Sampling: epsilon sampling (Hewitt et al., 2022)"},
+    {ATTNMT_FIELD(decode.seed), kCall, any(),
+     "Sampling: the seed"},
+    {ATTNMT_FIELD(decode.mbr), kCall, one_of("none|bleu|chrf"),
+     "Minimum Bayes risk decoding"},
+    {ATTNMT_FIELD(decode.mbr_candidates), kCall, any(),
+     "With `decode.mbr`: the hypotheses compared: the best N of the beam, or N samples", "beam search: 0 .. `decode.beam_size` (0 = the whole beam); sampling: >= 2"},
+    {ATTNMT_FIELD(decode.search_rules), kCall, one_of("attnmt|opennmt|joeynmt"),
+     "Whose rules beam and greedy search follow"},
+    {ATTNMT_FIELD(decode.ban_unk), kCall, any(),
+     "`<unk>` is never generated", "`false` unless `decode.search_rules` is `opennmt` or `joeynmt`"},
 
-    ATTNMT_FIELD(distributed.backend),
-    ATTNMT_FIELD(distributed.timeout),
-    ATTNMT_FIELD(distributed.bucket_mb),
+    {ATTNMT_FIELD(distributed.backend), kTrain, one_of("auto|gloo|nccl"),
+     "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},
+    {ATTNMT_FIELD(distributed.timeout), kTrain, above(0, "seconds"),
+     "Seconds a collective waits for the other ranks before failing"},
+    {ATTNMT_FIELD(distributed.bucket_mb), kTrain, above(0),
+     "Gradients are all-reduced in buckets of about this many MiB"},
 
-    ATTNMT_FIELD(threads),
-    ATTNMT_FIELD(gemm),
-    ATTNMT_FIELD(device),
+    {ATTNMT_FIELD(threads), kLoad, at_least(0, "0 = number of cores"),
+     "Intra-op threads"},
+
+    {ATTNMT_FIELD(gemm), kLoad, one_of("auto|onednn|blas"),
+     "What runs LibTorch's fp32 matrix products on a CPU"},
+
+    {ATTNMT_FIELD(device), kLoad, any(),
+     "Where the model runs", "`cpu`, `cuda`, `cuda:N`"},
 };
 
 #undef ATTNMT_FIELD
@@ -553,19 +695,72 @@ void check_int(bool ok, const char* key, const char* what, long long value) {
   if (!ok) invalid(key, what, std::to_string(value));
 }
 
-// Written as "ok" conditions so that NaN (every comparison false) is rejected too.
-void check_double(bool ok, const char* key, const char* what, double value) {
-  if (!ok || std::isnan(value)) invalid(key, what, format_double(value));
+// A bound as messages and the docs write it: "0", "20", "0.5".
+std::string bound_text(double v) {
+  return v == std::floor(v) && std::abs(v) < 1e15 ? std::to_string(static_cast<long long>(v)) : format_double(v);
 }
 
-void check_one_of(const std::string& value, const char* key,
-                  std::initializer_list<const char*> allowed) {
-  for (const char* a : allowed) {
-    if (value == a) return;
+std::vector<std::string> choices_of(const Rule& rule) {
+  std::vector<std::string> out;
+  for (std::string_view rest = rule.choices; !rest.empty();) {
+    const size_t bar = std::min(rest.find('|'), rest.size());
+    out.emplace_back(rest.substr(0, bar));
+    rest.remove_prefix(std::min(bar + 1, rest.size()));
   }
-  std::string list;
-  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-  invalid(key, "one of {" + list + "}", in_quotes(value));
+  return out;
+}
+
+// "in [0, 1) (0 = off)", "one of {adam, sgd}"; markdown: the choices as "`adam`, `sgd`".
+std::string rule_text(const Rule& rule, bool markdown) {
+  std::string text;
+  switch (rule.kind) {
+    case Rule::kAny: return "";
+    case Rule::kAtLeast: text = ">= " + bound_text(rule.lo); break;
+    case Rule::kAbove: text = "> " + bound_text(rule.lo); break;
+    case Rule::kHalfOpen: text = "in [" + bound_text(rule.lo) + ", " + bound_text(rule.hi) + ")"; break;
+    case Rule::kOpenClosed: text = "in (" + bound_text(rule.lo) + ", " + bound_text(rule.hi) + "]"; break;
+    case Rule::kClosed: text = "in [" + bound_text(rule.lo) + ", " + bound_text(rule.hi) + "]"; break;
+    case Rule::kChoice:
+      for (const auto& choice : choices_of(rule)) {
+        text += (text.empty() ? "" : ", ") + (markdown ? "`" + choice + "`" : choice);
+      }
+      if (!markdown) text = "one of {" + text + "}";
+      break;
+  }
+  if (rule.note) text += std::string(" (") + rule.note + ")";
+  return text;
+}
+
+// Written as "ok" conditions so that NaN (every comparison false) is refused too.
+bool within(const Rule& rule, double v) {
+  if (!std::isfinite(v)) return false;
+  switch (rule.kind) {
+    case Rule::kAtLeast: return v >= rule.lo;
+    case Rule::kAbove: return v > rule.lo;
+    case Rule::kHalfOpen: return v >= rule.lo && v < rule.hi;
+    case Rule::kOpenClosed: return v > rule.lo && v <= rule.hi;
+    case Rule::kClosed: return v >= rule.lo && v <= rule.hi;
+    default: return true;
+  }
+}
+
+// The field's value against its rule: "<key> must be <rule>, got <value>".
+void check_rule(Config& config, const Field& field) {
+  const Rule& rule = field.rule;
+  if (rule.kind == Rule::kAny) return;
+  const FieldRef ref = field.ref(config);
+  if (auto* s = std::get_if<std::string*>(&ref)) {
+    const auto choices = choices_of(rule);
+    if (std::find(choices.begin(), choices.end(), **s) == choices.end()) {
+      invalid(field.key, rule_text(rule, false), in_quotes(**s));
+    }
+  } else if (auto* i = std::get_if<int*>(&ref)) {
+    if (!within(rule, **i)) invalid(field.key, rule_text(rule, false), std::to_string(**i));
+  } else if (auto* d = std::get_if<double*>(&ref)) {
+    if (!within(rule, **d)) invalid(field.key, rule_text(rule, false), format_double(**d));
+  } else {
+    throw std::logic_error(std::string("config key table: ") + field.key + " has a rule its type cannot have");
+  }
 }
 
 bool is_device(const std::string& device) {
@@ -615,6 +810,86 @@ std::vector<std::string> config_keys() {
   std::vector<std::string> keys;
   for (const Field& f : kFields) keys.emplace_back(f.key);
   return keys;
+}
+
+const std::vector<KeyInfo>& config_key_table() {
+  static const std::vector<KeyInfo> table = [] {
+    Config defaults;
+    std::vector<KeyInfo> out;
+    for (const Field& f : kFields) {
+      KeyInfo info;
+      info.key = f.key;
+      info.scope = f.scope;
+      info.help = f.help;
+      const FieldRef ref = f.ref(defaults);
+      info.type = std::holds_alternative<int*>(ref)             ? "int"
+                  : std::holds_alternative<std::uint64_t*>(ref) ? "uint64"
+                  : std::holds_alternative<double*>(ref)        ? "float"
+                  : std::holds_alternative<bool*>(ref)          ? "bool"
+                                                                : "string";
+      if (auto* d = std::get_if<double*>(&ref)) {
+        info.default_value = format_double(**d);
+      } else {
+        const std::string set = setting(f, defaults);
+        info.default_value = set.substr(set.find('=') + 1);
+        if (info.default_value == "\"\"") info.default_value.clear();
+      }
+      info.allowed = rule_text(f.rule, /*markdown=*/true);
+      if (f.also) info.allowed += (info.allowed.empty() ? "" : "; ") + std::string(f.also);
+      out.push_back(std::move(info));
+    }
+    return out;
+  }();
+  return table;
+}
+
+const KeyInfo* find_key_info(std::string_view key) {
+  for (const KeyInfo& info : config_key_table()) {
+    if (info.key == key) return &info;
+  }
+  return nullptr;
+}
+
+bool may_change(std::string_view key, KeyScope at) {
+  const KeyInfo* info = find_key_info(key);
+  return info && info->scope >= at;
+}
+
+std::vector<std::string> keys_that_may_change(KeyScope at) {
+  std::vector<std::string> out;
+  for (const KeyInfo& info : config_key_table()) {
+    if (info.scope >= at) out.push_back(info.key);
+  }
+  return out;
+}
+
+std::string describe_keys(const std::vector<std::string>& keys) {
+  // A section whose keys are all listed is written "section.*" (first); the other keys after it.
+  std::vector<std::string> wildcards, singles;
+  auto listed = [&](const std::string& key) { return std::find(keys.begin(), keys.end(), key) != keys.end(); };
+  for (const std::string& key : keys) {
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos) {
+      singles.push_back(key);
+      continue;
+    }
+    const std::string section = key.substr(0, dot + 1);
+    bool whole = true;
+    for (const Field& f : kFields) {
+      if (std::string_view(f.key).rfind(section, 0) == 0) whole = whole && listed(f.key);
+    }
+    if (!whole) {
+      singles.push_back(key);
+    } else if (std::find(wildcards.begin(), wildcards.end(), section + "*") == wildcards.end()) {
+      wildcards.push_back(section + "*");
+    }
+  }
+  wildcards.insert(wildcards.end(), singles.begin(), singles.end());
+  std::string text;
+  for (size_t i = 0; i < wildcards.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == wildcards.size() ? " and " : ", ") + wildcards[i];
+  }
+  return text;
 }
 
 std::vector<std::string> config_settings(const Config& config_in, const std::string& prefix) {
@@ -782,19 +1057,18 @@ Config load_config_file(const std::string& path, const std::vector<std::string>&
   return parse_config(read_config_text(path), path, overrides);
 }
 
-void validate_config(const Config& c) {
-  check_int(c.data.max_length > 0, "data.max_length", "> 0", c.data.max_length);
-  check_int(c.data.batch_window >= 0, "data.batch_window", ">= 0 (0 = the whole epoch)", c.data.batch_window);
+void validate_config(const Config& config) {
+  // Before the table's rule, which would only list fp32 and bf16.
+  if (config.train.precision == "int8") {
+    throw InputError("train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision "
+                     "int8); training takes fp32 or bf16");
+  }
+  Config copy = config;  // the field table hands out non-const pointers
+  for (const Field& f : kFields) check_rule(copy, f);
 
+  // The rules between keys (the table's `also` says them in words).
+  const Config& c = config;
   const TokenizerConfig& tok = c.tokenizer;
-  check_one_of(tok.type, "tokenizer.type", {"sentencepiece", "none"});
-  check_one_of(tok.model_type, "tokenizer.model_type", {"bpe", "unigram"});
-  // SentencePiece reserves <unk>, <s>, </s>, <pad>: fewer pieces leave nothing to learn.
-  check_int(tok.vocab_size >= 8, "tokenizer.vocab_size", ">= 8", tok.vocab_size);
-  check_double(tok.character_coverage > 0 && tok.character_coverage <= 1,
-               "tokenizer.character_coverage", "in (0, 1]", tok.character_coverage);
-  check_int(tok.input_sentence_size >= 0, "tokenizer.input_sentence_size", ">= 0 (0 = every line)",
-            tok.input_sentence_size);
   if (!tok.user_defined_symbols.empty() && tok.type != "sentencepiece") {
     invalid("tokenizer.user_defined_symbols", "empty with tokenizer.type none (it is a SentencePiece option)",
             in_quotes(tok.user_defined_symbols));
@@ -802,10 +1076,8 @@ void validate_config(const Config& c) {
   if (tok.user_defined_symbols.find_first_of(" \t") != std::string::npos) {
     invalid("tokenizer.user_defined_symbols", "comma-separated pieces without spaces", in_quotes(tok.user_defined_symbols));
   }
-
   for (const auto& [key, p] : {std::pair<const char*, double>{"data.src_bpe_dropout", c.data.src_bpe_dropout},
                                 {"data.tgt_bpe_dropout", c.data.tgt_bpe_dropout}}) {
-    check_double(p >= 0 && p < 1, key, "in [0, 1)", p);
     if (p > 0 && (tok.type != "sentencepiece" || tok.model_type != "bpe")) {
       invalid(key, "0 unless tokenizer.type is sentencepiece and tokenizer.model_type bpe (it drops BPE merges)",
               format_double(p));
@@ -813,94 +1085,37 @@ void validate_config(const Config& c) {
   }
 
   const ModelConfig& m = c.model;
-  check_int(m.embedding_size > 0, "model.embedding_size", "> 0", m.embedding_size);
   if (m.share_embeddings && !tok.shared) {
     // Two tokenizers give the same id to different pieces: one matrix would mix them.
     invalid("model.share_embeddings", "false unless tokenizer.shared is true (one vocabulary for both sides)", "true");
   }
-  check_one_of(m.encoder.rnn, "model.encoder.rnn", {"lstm", "gru"});
-  check_int(m.encoder.layers > 0, "model.encoder.layers", "> 0", m.encoder.layers);
-  check_int(m.encoder.hidden_size > 0, "model.encoder.hidden_size", "> 0", m.encoder.hidden_size);
-  check_double(m.encoder.dropout >= 0 && m.encoder.dropout < 1, "model.encoder.dropout",
-               "in [0, 1)", m.encoder.dropout);
-  check_double(m.encoder.word_dropout >= 0 && m.encoder.word_dropout < 1, "model.encoder.word_dropout",
-               "in [0, 1)", m.encoder.word_dropout);
-  check_double(m.decoder.word_dropout >= 0 && m.decoder.word_dropout < 1, "model.decoder.word_dropout",
-               "in [0, 1)", m.decoder.word_dropout);
   const SelfAttentionConfig& sa = m.encoder.self_attention;
-  check_int(sa.layers >= 0, "model.encoder.self_attention.layers", ">= 0 (0 = none)", sa.layers);
-  check_int(sa.heads >= 1, "model.encoder.self_attention.heads", ">= 1", sa.heads);
-  check_double(sa.dropout >= 0 && sa.dropout < 1, "model.encoder.self_attention.dropout", "in [0, 1)", sa.dropout);
-  if (const int out = m.encoder.hidden_size * (m.encoder.bidirectional ? 2 : 1); sa.layers > 0 && out % sa.heads != 0) {
+  const int encoder_out = m.encoder.hidden_size * (m.encoder.bidirectional ? 2 : 1);
+  if (sa.layers > 0 && encoder_out % sa.heads != 0) {
     invalid("model.encoder.self_attention.heads",
-            "a divisor of the encoder's output size " + std::to_string(out) + " (hidden_size x directions)",
+            "a divisor of the encoder's output size " + std::to_string(encoder_out) + " (hidden_size x directions)",
             std::to_string(sa.heads));
   }
-  check_one_of(m.decoder.rnn, "model.decoder.rnn", {"lstm", "gru"});
-  check_one_of(m.decoder.style, "model.decoder.style", {"luong", "bahdanau"});
-  check_int(m.decoder.layers > 0, "model.decoder.layers", "> 0", m.decoder.layers);
-  check_int(m.decoder.hidden_size > 0, "model.decoder.hidden_size", "> 0", m.decoder.hidden_size);
-  check_double(m.decoder.dropout >= 0 && m.decoder.dropout < 1, "model.decoder.dropout",
-               "in [0, 1)", m.decoder.dropout);
-  check_int(m.encoder.embedding_size >= 0, "model.encoder.embedding_size", ">= 0 (0 = model.embedding_size)",
-            m.encoder.embedding_size);
-  check_one_of(m.decoder.init, "model.decoder.init",
-               {"bridge", "encoder", "encoder_relu_bridge", "tanh_bridge", "last", "zero"});
-  {
-    const int encoder_out = m.encoder.hidden_size * (m.encoder.bidirectional ? 2 : 1);
-    if (m.decoder.init == "encoder" || m.decoder.init == "encoder_relu_bridge") {
-      // Layer l starts from encoder layer l's final state: the stacks must match in depth, width and cell.
-      if (m.encoder.layers != m.decoder.layers || encoder_out != m.decoder.hidden_size ||
-          m.encoder.rnn != m.decoder.rnn) {
-        invalid("model.decoder.init",
-                "not '" + m.decoder.init + "' unless the encoder has the decoder's layers (" +
-                    std::to_string(m.decoder.layers) + "), cell (" + m.decoder.rnn + ") and output size (" +
-                    std::to_string(m.decoder.hidden_size) + ")",
-                m.decoder.init);
-      }
-    }
-    if (m.decoder.init == "last" && encoder_out != m.decoder.hidden_size && encoder_out != 2 * m.decoder.hidden_size) {
+  if (m.decoder.init == "encoder" || m.decoder.init == "encoder_relu_bridge") {
+    // Layer l starts from encoder layer l's final state: the stacks must match in depth, width and cell.
+    if (m.encoder.layers != m.decoder.layers || encoder_out != m.decoder.hidden_size || m.encoder.rnn != m.decoder.rnn) {
       invalid("model.decoder.init",
-              "not 'last' unless the encoder's output size (" + std::to_string(encoder_out) +
-                  ") is the decoder's hidden size or twice it",
-              "last");
+              "not '" + m.decoder.init + "' unless the encoder has the decoder's layers (" +
+                  std::to_string(m.decoder.layers) + "), cell (" + m.decoder.rnn + ") and output size (" +
+                  std::to_string(m.decoder.hidden_size) + ")",
+              m.decoder.init);
     }
   }
-  // The name itself is checked by the attention registry (it knows the list).
+  if (m.decoder.init == "last" && encoder_out != m.decoder.hidden_size && encoder_out != 2 * m.decoder.hidden_size) {
+    invalid("model.decoder.init",
+            "not 'last' unless the encoder's output size (" + std::to_string(encoder_out) +
+                ") is the decoder's hidden size or twice it",
+            "last");
+  }
+  // The name itself, the coverage and the dropout rules are the attention registry's (it knows the variants).
   if (m.attention.type.empty()) invalid("model.attention.type", "set (an attention name)", "''");
-  check_int(m.attention.hidden_size >= 0, "model.attention.hidden_size", ">= 0 (0 = decoder size)",
-            m.attention.hidden_size);
-  check_int(m.attention.window >= 1, "model.attention.window", ">= 1", m.attention.window);
-  check_one_of(m.attention.score, "model.attention.score", {"dot", "scaled_dot", "general", "concat"});
-  check_int(m.attention.max_positions >= 1, "model.attention.max_positions", ">= 1",
-            m.attention.max_positions);
-  check_double(std::isfinite(m.attention.score_bias_init) && std::abs(m.attention.score_bias_init) <= 20,
-               "model.attention.score_bias_init", "in [-20, 20]", m.attention.score_bias_init);
-  check_int(m.attention.heads >= 1, "model.attention.heads", ">= 1", m.attention.heads);
-  check_double(m.attention.dropout >= 0 && m.attention.dropout < 1, "model.attention.dropout", "in [0, 1)",
-               m.attention.dropout);
-  check_int(m.attention.max_area >= 1, "model.attention.max_area", ">= 1", m.attention.max_area);
-  check_int(m.attention.chunk_size >= 1, "model.attention.chunk_size", ">= 1", m.attention.chunk_size);
-  check_double(m.attention.coverage_loss >= 0 && std::isfinite(m.attention.coverage_loss),
-               "model.attention.coverage_loss", ">= 0", m.attention.coverage_loss);
 
   const TrainConfig& t = c.train;
-  check_int(t.batch_size > 0, "train.batch_size", "> 0", t.batch_size);
-  check_int(t.batch_tokens >= 0, "train.batch_tokens", ">= 0 (0 = batch by sentences)",
-            t.batch_tokens);
-  check_int(t.max_steps >= 0, "train.max_steps", ">= 0 (0 = no limit)", t.max_steps);
-  check_int(t.max_epochs >= 0, "train.max_epochs", ">= 0 (0 = no limit)", t.max_epochs);
-  check_double(t.max_minutes >= 0 && std::isfinite(t.max_minutes), "train.max_minutes",
-               ">= 0 (0 = no limit)", t.max_minutes);
-  check_one_of(t.optimizer, "train.optimizer", {"adam", "sgd"});
-  check_double(t.learning_rate > 0 && std::isfinite(t.learning_rate), "train.learning_rate", "> 0",
-               t.learning_rate);
-  check_double(t.clip_norm >= 0 && std::isfinite(t.clip_norm), "train.clip_norm", ">= 0 (0 = off)",
-               t.clip_norm);
-  check_double(t.label_smoothing >= 0 && t.label_smoothing < 1, "train.label_smoothing",
-               "in [0, 1)", t.label_smoothing);
-  check_one_of(t.lr_schedule, "train.lr_schedule", {"plateau", "constant", "inverse_sqrt", "cosine"});
-  check_int(t.warmup_steps >= 0, "train.warmup_steps", ">= 0 (0 = none)", t.warmup_steps);
   if (t.lr_schedule == "inverse_sqrt" && t.warmup_steps == 0) {
     invalid("train.warmup_steps", "> 0 with train.lr_schedule: inverse_sqrt (lr * sqrt(warmup / step))", "0");
   }
@@ -911,56 +1126,18 @@ void validate_config(const Config& c) {
     invalid("train.min_learning_rate", "<= train.learning_rate with train.lr_schedule: cosine",
             format_double(t.min_learning_rate));
   }
-  check_double(t.weight_decay >= 0 && t.weight_decay < 1, "train.weight_decay", "in [0, 1)", t.weight_decay);
-  check_double(t.ema_decay >= 0 && t.ema_decay < 1, "train.ema_decay", "in [0, 1)", t.ema_decay);
-  check_double(t.lr_decay > 0 && t.lr_decay <= 1, "train.lr_decay", "in (0, 1]", t.lr_decay);
-  check_int(t.lr_patience >= 0, "train.lr_patience", ">= 0", t.lr_patience);
-  check_double(t.min_learning_rate >= 0 && std::isfinite(t.min_learning_rate),
-               "train.min_learning_rate", ">= 0", t.min_learning_rate);
-  check_int(t.valid_every > 0, "train.valid_every", "> 0", t.valid_every);
-  check_one_of(t.valid_metric, "train.valid_metric", {"bleu", "ppl"});
-  if (t.precision == "int8") {
-    throw InputError("train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision "
-                     "int8); training takes fp32 or bf16");
-  }
-  check_one_of(t.precision, "train.precision", {"fp32", "bf16"});
-  check_int(t.replicas >= 0, "train.replicas", ">= 0 (0 = one per thread on a CPU)", t.replicas);
-  check_int(t.valid_beam_size >= 1, "train.valid_beam_size", ">= 1", t.valid_beam_size);
-  check_int(t.patience >= 0, "train.patience", ">= 0 (0 = off)", t.patience);
-  check_int(t.keep_checkpoints >= 1, "train.keep_checkpoints", ">= 1", t.keep_checkpoints);
-  check_int(t.report_every >= 1, "train.report_every", ">= 1", t.report_every);
 
   const DecodeConfig& d = c.decode;
-  check_int(d.workers >= 0, "decode.workers", ">= 0 (0 = one per thread on a CPU)", d.workers);
-  check_one_of(d.precision, "decode.precision", {"fp32", "bf16", "int8"});
-  check_int(d.beam_size >= 1, "decode.beam_size", ">= 1", d.beam_size);
-  check_double(d.length_penalty >= 0 && std::isfinite(d.length_penalty), "decode.length_penalty",
-               ">= 0", d.length_penalty);
-  check_double(d.coverage_penalty >= 0 && std::isfinite(d.coverage_penalty),
-               "decode.coverage_penalty", ">= 0", d.coverage_penalty);
-  check_double(d.max_length_ratio > 0 && std::isfinite(d.max_length_ratio),
-               "decode.max_length_ratio", "> 0", d.max_length_ratio);
-  check_int(d.batch_size >= 1, "decode.batch_size", ">= 1", d.batch_size);
-  check_int(d.shortlist_first >= 0, "decode.shortlist_first", ">= 0", d.shortlist_first);
-  check_int(d.shortlist_best >= 0, "decode.shortlist_best", ">= 0", d.shortlist_best);
   if (d.sampling) {  // n_best samples, not beams
     check_int(d.n_best >= 1, "decode.n_best", ">= 1", d.n_best);
   } else {
     check_int(d.n_best >= 1 && d.n_best <= d.beam_size, "decode.n_best",
               ("in [1, decode.beam_size=" + std::to_string(d.beam_size) + "]").c_str(), d.n_best);
   }
-  check_int(d.min_length >= 0, "decode.min_length", ">= 0", d.min_length);
-  check_int(d.max_length >= 0, "decode.max_length", ">= 0 (0 = no cap)", d.max_length);
   if (d.max_length > 0) {
     check_int(d.min_length <= d.max_length, "decode.min_length",
               ("<= decode.max_length=" + std::to_string(d.max_length)).c_str(), d.min_length);
   }
-  check_int(d.no_repeat_ngram_size >= 0, "decode.no_repeat_ngram_size", ">= 0 (0 = off)", d.no_repeat_ngram_size);
-  check_double(d.temperature > 0 && std::isfinite(d.temperature), "decode.temperature", "> 0", d.temperature);
-  check_int(d.top_k >= 0, "decode.top_k", ">= 0 (0 = all)", d.top_k);
-  check_double(d.top_p > 0 && d.top_p <= 1, "decode.top_p", "in (0, 1]", d.top_p);
-  check_double(d.epsilon >= 0 && d.epsilon < 1, "decode.epsilon", "in [0, 1) (0 = off)", d.epsilon);
-  check_one_of(d.mbr, "decode.mbr", {"none", "bleu", "chrf"});
   if (d.mbr != "none") {
     if (d.sampling) {
       check_int(d.mbr_candidates >= 2, "decode.mbr_candidates", ">= 2 (the samples compared) with decode.sampling",
@@ -975,7 +1152,6 @@ void validate_config(const Config& c) {
               ("<= the hypotheses MBR compares (" + std::to_string(candidates) + ", decode.mbr_candidates)").c_str(),
               d.n_best);
   }
-  check_one_of(d.search_rules, "decode.search_rules", {"attnmt", "opennmt", "joeynmt"});
   if (d.search_rules == "attnmt") {
     if (d.ban_unk) invalid("decode.ban_unk", "false with decode.search_rules: attnmt (a rule of opennmt and joeynmt)", "true");
   } else {  // what the toolkits' rules (decoding/toolkit_search.h) do not do
@@ -994,15 +1170,6 @@ void validate_config(const Config& c) {
     refuse(d.mbr != "none", "decode.mbr", "none", in_quotes(d.mbr));
   }
 
-  const DistributedConfig& dist = c.distributed;
-  check_one_of(dist.backend, "distributed.backend", {"auto", "gloo", "nccl"});
-  check_double(dist.timeout > 0 && std::isfinite(dist.timeout), "distributed.timeout", "> 0 (seconds)",
-               dist.timeout);
-  check_double(dist.bucket_mb > 0 && std::isfinite(dist.bucket_mb), "distributed.bucket_mb", "> 0",
-               dist.bucket_mb);
-
-  check_int(c.threads >= 0, "threads", ">= 0 (0 = number of cores)", c.threads);
-  check_one_of(c.gemm, "gemm", {"auto", "onednn", "blas"});
   if (!is_device(c.device)) invalid("device", "cpu, cuda or cuda:N", in_quotes(c.device));
 }
 

@@ -6,6 +6,7 @@
 // key and, for YAML syntax errors, the line and column.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -48,5 +49,36 @@ std::vector<std::string> settings_file(const std::string& path);
 
 // All valid dotted keys (for help and suggestions).
 std::vector<std::string> config_keys();
+
+// When a key may still change; each scope includes the earlier ones.
+enum class KeyScope {
+  train,  // fixed once a model is trained: it is the model (data, tokenizer, model, train, distributed)
+  load,   // also when a trained model is loaded to decode (translate/serve/plot/align/bench --set and
+          // --config, the Python module's Translator(..., settings))
+  call,   // also per call: the Python module's translate(..., beam_size=...)
+};
+
+// One key as config/loader.cpp's table describes it; docs/config.md's tables show the same
+// (tests/base/test_config.cpp compares them).
+struct KeyInfo {
+  std::string key;            // "decode.beam_size"
+  std::string type;           // int | uint64 | float | bool | string
+  std::string default_value;  // as a config writes it: "5", "0.6", "true", "fp32" ("" for an empty string)
+  std::string allowed;        // markdown: "in [0, 1)", "`adam`, `sgd`", rules with other keys after "; "
+  KeyScope scope;
+  std::string help;           // one line, markdown
+};
+
+// Every key, in the order of config.h.
+const std::vector<KeyInfo>& config_key_table();
+const KeyInfo* find_key_info(std::string_view key);  // nullptr: no such key
+
+// Whether `key` may change at `at` (false for an unknown key).
+bool may_change(std::string_view key, KeyScope at);
+std::vector<std::string> keys_that_may_change(KeyScope at);
+
+// Keys for a message: a section whose every key is listed as "section.*", first; then the rest,
+// "decode.*, threads, gemm, device and model.attention.hard_decode".
+std::string describe_keys(const std::vector<std::string>& keys);
 
 }  // namespace attnmt

@@ -5,6 +5,10 @@
 
 namespace attnmt {
 
+SearchRules search_rules_named(const std::string& name) {
+  return name == "opennmt" ? SearchRules::opennmt : name == "joeynmt" ? SearchRules::joeynmt : SearchRules::attnmt;
+}
+
 int64_t max_target_length(int64_t src_len, const SearchOptions& options) {
   constexpr double kLimit = 1 << 20;  // bounded so that no ratio overflows the cast
   const auto by_ratio =

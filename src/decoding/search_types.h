@@ -3,7 +3,10 @@
 // length and GNMT's length penalty (Wu et al., 2016, section 7).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "config/config.h"
 
 namespace attnmt {
 
@@ -14,26 +17,30 @@ enum class SearchRules {
   joeynmt,  // Joey NMT 2.3's beam_search and recurrent_greedy (toolkit_search.h)
 };
 
+// decode.search_rules's value as SearchRules (the config loader has checked the name).
+SearchRules search_rules_named(const std::string& name);
+
+// The defaults are decode:'s (config.h), which translate_options (translator.h) copies in.
 struct SearchOptions {
-  SearchRules rules = SearchRules::attnmt;
-  int beam_size = 5;
-  double length_penalty = 0.6;    // GNMT alpha; 0 = raw log-probability
-  double coverage_penalty = 0.0;  // GNMT beta; 0 = off
-  double max_length_ratio = 2.0;  // max target tokens = floor(ratio * source tokens) + 5
-  int n_best = 1;                 // hypotheses returned per sentence (sampling: samples drawn)
+  SearchRules rules = search_rules_named(decode_defaults().search_rules);
+  int beam_size = decode_defaults().beam_size;
+  double length_penalty = decode_defaults().length_penalty;      // GNMT alpha; 0 = raw log-probability
+  double coverage_penalty = decode_defaults().coverage_penalty;  // GNMT beta; 0 = off
+  double max_length_ratio = decode_defaults().max_length_ratio;  // max target tokens = floor(ratio * source tokens) + 5
+  int n_best = decode_defaults().n_best;  // hypotheses returned per sentence (sampling: samples drawn)
   bool return_attention = false;
-  int min_length = 0;             // no eos before this many target tokens
-  int max_length = 0;             // at most this many target tokens (0 = only the ratio's limit)
-                                  // (opennmt / joeynmt rules: the only limit, eos counted;
-                                  // 0: opennmt refuses it, joeynmt takes Joey's 1.5 x source)
-  bool ban_unk = false;           // opennmt / joeynmt rules: the unknown word is never chosen
-  int no_repeat_ngram_size = 0;   // 0 = off
-  bool sampling = false;
-  double temperature = 1.0;
-  int top_k = 0;                  // 0 = all
-  double top_p = 1.0;
-  double epsilon = 0.0;           // sampling: tokens of model probability < epsilon are not drawn
-  uint64_t seed = 1;
+  int min_length = decode_defaults().min_length;  // no eos before this many target tokens
+  // At most this many target tokens (0 = only the ratio's limit); opennmt / joeynmt rules: the
+  // only limit, eos counted (0: opennmt refuses it, joeynmt takes Joey's 1.5 x source).
+  int max_length = decode_defaults().max_length;
+  bool ban_unk = decode_defaults().ban_unk;  // opennmt / joeynmt rules: the unknown word is never chosen
+  int no_repeat_ngram_size = decode_defaults().no_repeat_ngram_size;  // 0 = off
+  bool sampling = decode_defaults().sampling;
+  double temperature = decode_defaults().temperature;
+  int top_k = decode_defaults().top_k;  // 0 = all
+  double top_p = decode_defaults().top_p;
+  double epsilon = decode_defaults().epsilon;  // sampling: tokens of model probability < epsilon are not drawn
+  uint64_t seed = decode_defaults().seed;
 };
 
 // What search is given for each sentence of a batch besides its source.

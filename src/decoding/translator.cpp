@@ -38,9 +38,7 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.top_p = decode.top_p;
   options.search.epsilon = decode.epsilon;
   options.search.seed = decode.seed;
-  options.search.rules = decode.search_rules == "opennmt"   ? SearchRules::opennmt
-                         : decode.search_rules == "joeynmt" ? SearchRules::joeynmt
-                                                            : SearchRules::attnmt;
+  options.search.rules = search_rules_named(decode.search_rules);
   options.search.ban_unk = decode.ban_unk;
   options.batch_size = decode.batch_size;
   options.workers = decode.workers;

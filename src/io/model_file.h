@@ -98,8 +98,8 @@ struct LoadedModel {
   std::shared_ptr<const Lexicon> lexicon;  // the shortlist's, when decoding with one (else null)
 };
 
-// The keys a decoding command may set on a trained model's config (`--set key=value`): decode.*,
-// threads, gemm, device and model.attention.hard_decode. InputError for any other key.
+// The keys a decoding command may set on a trained model's config (`--set key=value`): those of
+// scope load or call in the config's key table (config/loader.h). InputError for any other key.
 void check_decode_settings(const std::vector<std::string>& settings);
 
 // `model` is a model file, or a save dir (its best.pt, else its newest step checkpoint);

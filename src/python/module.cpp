@@ -12,11 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,12 +37,25 @@ namespace fs = std::filesystem;
 namespace attnmt {
 namespace {
 
-// The decode.* keys a call may change: those that leave the step model as it is (precision,
-// packed weights, the shortlist and workers are the Translator's).
-const char* const kCallKeys[] = {"beam_size", "n_best",  "length_penalty", "coverage_penalty",
-                                 "max_length_ratio", "batch_size", "min_length", "max_length",
-                                 "no_repeat_ngram_size", "sampling", "temperature", "top_k", "top_p", "epsilon",
-                                 "seed", "mbr", "mbr_candidates", "search_rules", "ban_unk"};
+// The keys a call may change (config/loader.cpp's table: scope `call`, every one a decode.* key),
+// by their names under decode:, in the table's order.
+const std::vector<std::string>& call_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const auto& key : keys_that_may_change(KeyScope::call)) {
+      if (key.rfind("decode.", 0) != 0) throw std::logic_error("a per-call key outside decode.*: " + key);
+      out.push_back(key.substr(7));
+    }
+    return out;
+  }();
+  return keys;
+}
+
+std::string call_key_list() {
+  std::string list;
+  for (const auto& key : call_keys()) list += (list.empty() ? "" : ", ") + key;
+  return list;
+}
 
 // A Python value as the YAML scalar a --set takes ("true", "5", "0.6", text).
 std::string setting_value(const py::handle& value, const std::string& key) {
@@ -184,13 +199,9 @@ class PyTranslator {
     std::vector<std::string> sets;
     for (const auto& [k, v] : options) {
       const auto key = k.cast<std::string>();
-      bool known = false;
-      for (const char* allowed : kCallKeys) known = known || key == allowed;
-      if (!known) {
-        std::string list;
-        for (const char* allowed : kCallKeys) list += std::string(list.empty() ? "" : ", ") + allowed;
-        throw py::type_error("translate() got an unexpected keyword argument '" + key + "' (decode options: " + list +
-                             "; return_attention, prefixes, constraints)");
+      if (std::find(call_keys().begin(), call_keys().end(), key) == call_keys().end()) {
+        throw py::type_error("translate() got an unexpected keyword argument '" + key + "' (decode options: " +
+                             call_key_list() + "; return_attention, prefixes, constraints)");
       }
       if (v.is_none()) continue;
       sets.push_back("decode." + key + "=" + setting_value(v, key));
@@ -247,6 +258,11 @@ PYBIND11_MODULE(_attnmt, m) {
   using namespace attnmt;
   m.doc() = "attnmt: RNN encoder-decoder translation with pluggable attention";
   m.attr("__version__") = ATTNMT_VERSION;
+  static const std::string translate_doc =
+      "Translates a list of sentences; returns one list of Hypothesis per sentence (n_best long). Keyword options "
+      "override the model's decode settings for this call: " + call_key_list() +
+      ". prefixes: a target prefix per sentence ('' = none); constraints: a list of target phrases per sentence. "
+      "Releases the GIL.";
   point_at_sentencepiece_module();
   setup_logging(false);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -285,12 +301,7 @@ PYBIND11_MODULE(_attnmt, m) {
            "cuda:N; settings: {'decode.length_penalty': 1.0, ...}, the keys `attnmt translate --set` takes")
       .def("translate", &PyTranslator::translate, py::arg("texts"), py::kw_only(), py::arg("return_attention") = false,
            py::arg("prefixes") = py::none(), py::arg("constraints") = py::none(),
-           "Translates a list of sentences; returns one list of Hypothesis per sentence (n_best long). "
-           "Keyword options override the model's decode settings for this call: beam_size, n_best, "
-           "length_penalty, coverage_penalty, max_length_ratio, batch_size, min_length, max_length, "
-           "no_repeat_ngram_size, sampling, temperature, top_k, top_p, epsilon, seed, mbr, mbr_candidates, search_rules, ban_unk. "
-           "prefixes: a target prefix per "
-           "sentence ('' = none); constraints: a list of target phrases per sentence. Releases the GIL.")
+           translate_doc.c_str())
       .def_property_readonly("model_path", &PyTranslator::path, "the model file read")
       .def_property_readonly("settings", &PyTranslator::decode_settings, "the model's decode settings");
 

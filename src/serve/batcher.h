@@ -12,7 +12,7 @@
 //
 // Test-only hook: when the environment variable ATTNMT_TEST_FAIL_SENTENCE is set (read once, when
 // the batcher starts), a sentence equal to its value makes its batch throw, as a decoding failure
-// would. tests/core/test_serve.cpp uses it; a deployment has no reason to set it.
+// would. tests/e2e/test_serve.cpp uses it; a deployment has no reason to set it.
 #pragma once
 #include <chrono>
 #include <condition_variable>

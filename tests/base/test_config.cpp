@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -334,6 +335,91 @@ TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
 }
 
+TEST_CASE("config: the key table says when each key may change", "[config]") {
+  using attnmt::KeyScope;
+  const auto& table = attnmt::config_key_table();
+  REQUIRE(table.size() == attnmt::config_keys().size());
+  for (const auto& k : table) {
+    INFO(k.key);
+    CHECK(!k.help.empty());
+    const bool decode = k.key.rfind("decode.", 0) == 0;
+    const bool runtime = k.key == "threads" || k.key == "gemm" || k.key == "device" || k.key == "model.attention.hard_decode";
+    CHECK((k.scope == KeyScope::train) == !(decode || runtime));
+  }
+  // What the Python module's translate() takes per call: the search and batching, not what builds
+  // the step model (precision, packed weights, the shortlist) or the workers.
+  CHECK(attnmt::keys_that_may_change(KeyScope::call) ==
+        std::vector<std::string>{"decode.beam_size", "decode.length_penalty", "decode.coverage_penalty",
+                                 "decode.max_length_ratio", "decode.batch_size", "decode.n_best", "decode.min_length",
+                                 "decode.max_length", "decode.no_repeat_ngram_size", "decode.sampling",
+                                 "decode.temperature", "decode.top_k", "decode.top_p", "decode.epsilon", "decode.seed",
+                                 "decode.mbr", "decode.mbr_candidates", "decode.search_rules", "decode.ban_unk"});
+  CHECK(attnmt::describe_keys(attnmt::keys_that_may_change(KeyScope::load)) ==
+        "decode.*, model.attention.hard_decode, threads, gemm and device");
+  CHECK(attnmt::may_change("decode.beam_size", KeyScope::load));
+  CHECK_FALSE(attnmt::may_change("decode.precision", KeyScope::call));
+  CHECK_FALSE(attnmt::may_change("model.encoder.layers", KeyScope::load));
+  CHECK_FALSE(attnmt::may_change("decode.beem_size", KeyScope::load));
+  // Types and defaults come from config.h's members.
+  const auto* seed = attnmt::find_key_info("train.seed");
+  REQUIRE(seed);
+  CHECK(seed->type == "uint64");
+  CHECK(seed->default_value == "1234");
+  const auto* dropout = attnmt::find_key_info("model.encoder.dropout");
+  REQUIRE(dropout);
+  CHECK(dropout->type == "float");
+  CHECK(dropout->default_value == "0.3");
+  CHECK(dropout->allowed == "in [0, 1)");
+  CHECK(attnmt::find_key_info("train.optimizer")->allowed == "`adam`, `sgd`");
+  CHECK(attnmt::find_key_info("data.train.src")->default_value.empty());
+  CHECK(attnmt::find_key_info("model.attention.hard_decode")->default_value == "true");
+}
+
+// docs/config.md's tables: | `key` | type | default | allowed | decode | meaning |.
+TEST_CASE("config: docs/config.md shows the key table", "[config]") {
+  std::ifstream in(fs::path(ATTNMT_SOURCE_DIR) / "docs" / "config.md");
+  REQUIRE(in);
+  std::map<std::string, std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::string cell;
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '|' && line[i - 1] != '\\') {
+        const size_t b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+        cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+    if (cells.size() != 6) continue;  // the environment variables' table
+    const std::string key = cells[0].substr(1, cells[0].size() - 2);
+    INFO(line);
+    CHECK(rows.emplace(key, cells).second);  // each key once
+  }
+  static const char* const scopes[] = {"—", "load", "call"};
+  for (const auto& k : attnmt::config_key_table()) {
+    const auto row = rows.find(k.key);
+    if (row == rows.end()) {
+      FAIL_CHECK("docs/config.md has no row for " + k.key);
+      continue;
+    }
+    const auto& cells = row->second;
+    const std::string expected = "| `" + k.key + "` | " + k.type + " | " +
+                                 (k.default_value.empty() ? "*(none)*" : "`" + k.default_value + "`") + " | " +
+                                 k.allowed + " | " + scopes[static_cast<int>(k.scope)] + " | " + k.help + "...";
+    INFO("expected: " << expected);
+    CHECK(cells[1] == k.type);
+    CHECK(cells[2] == (k.default_value.empty() ? "*(none)*" : "`" + k.default_value + "`"));
+    CHECK(cells[3] == k.allowed);
+    CHECK(cells[4] == scopes[static_cast<int>(k.scope)]);
+    CHECK_THAT(cells[5], StartsWith(k.help));
+    rows.erase(row);
+  }
+  for (const auto& [key, cells] : rows) FAIL_CHECK("docs/config.md: " + key + " is not a config key");
+}
+
 TEST_CASE("config: YAML syntax errors name the line and column", "[config]") {
   CHECK_THAT(parse_error("threads: 1\ndevice: cpu\n  bad: indent\n"),
              StartsWith("'cfg.yaml': YAML syntax error at line 3, column 6: "));
@@ -403,181 +489,109 @@ TEST_CASE("config: lenient where YAML is", "[config]") {
   CHECK(c.decode.length_penalty == 0.5);
 }
 
+namespace {
+
+// Each case: settings applied to the defaults, and validate_config's message (exactly).
+struct InvalidCase {
+  std::vector<std::string> settings;
+  const char* message;
+};
+
+const InvalidCase kInvalid[] = {
+    // Ranges of one key.
+    {{"model.encoder.hidden_size=-4"}, "model.encoder.hidden_size must be > 0, got -4"},
+    {{"model.decoder.layers=0"}, "model.decoder.layers must be > 0, got 0"},
+    {{"model.encoder.dropout=1.5"}, "model.encoder.dropout must be in [0, 1), got 1.5"},
+    {{"model.encoder.dropout=1.0"}, "model.encoder.dropout must be in [0, 1), got 1.0"},
+    {{"model.decoder.dropout=-0.1"}, "model.decoder.dropout must be in [0, 1), got -0.1"},
+    {{"train.label_smoothing=.nan"}, "train.label_smoothing must be in [0, 1), got .nan"},
+    {{"train.learning_rate=.inf"}, "train.learning_rate must be > 0, got .inf"},
+    {{"decode.beam_size=0"}, "decode.beam_size must be >= 1, got 0"},
+    {{"model.attention.window=0"}, "model.attention.window must be >= 1, got 0"},
+    {{"model.attention.heads=0"}, "model.attention.heads must be >= 1, got 0"},
+    {{"model.attention.max_area=0"}, "model.attention.max_area must be >= 1, got 0"},
+    {{"model.attention.chunk_size=0"}, "model.attention.chunk_size must be >= 1, got 0"},
+    {{"model.attention.max_positions=0"}, "model.attention.max_positions must be >= 1, got 0"},
+    {{"model.attention.score_bias_init=21"}, "model.attention.score_bias_init must be in [-20, 20], got 21.0"},
+    {{"train.warmup_steps=-1"}, "train.warmup_steps must be >= 0 (0 = none), got -1"},
+    {{"train.weight_decay=1.5"}, "train.weight_decay must be in [0, 1), got 1.5"},
+    {{"train.ema_decay=1"}, "train.ema_decay must be in [0, 1), got 1.0"},
+    {{"model.encoder.word_dropout=1"}, "model.encoder.word_dropout must be in [0, 1), got 1.0"},
+    {{"model.decoder.word_dropout=-0.1"}, "model.decoder.word_dropout must be in [0, 1), got -0.1"},
+    {{"tokenizer.vocab_size=4"}, "tokenizer.vocab_size must be >= 8, got 4"},
+    {{"tokenizer.character_coverage=0"}, "tokenizer.character_coverage must be in (0, 1], got 0.0"},
+    {{"train.batch_size=0"}, "train.batch_size must be > 0, got 0"},
+    {{"train.batch_tokens=-1"}, "train.batch_tokens must be >= 0 (0 = batch by sentences), got -1"},
+    {{"train.max_steps=-1"}, "train.max_steps must be >= 0 (0 = no limit), got -1"},
+    {{"train.max_minutes=-0.5"}, "train.max_minutes must be >= 0 (0 = no limit), got -0.5"},
+    {{"train.learning_rate=0"}, "train.learning_rate must be > 0, got 0.0"},
+    {{"train.lr_decay=1.5"}, "train.lr_decay must be in (0, 1], got 1.5"},
+    {{"train.label_smoothing=1"}, "train.label_smoothing must be in [0, 1), got 1.0"},
+    {{"train.valid_every=0"}, "train.valid_every must be > 0, got 0"},
+    {{"train.keep_checkpoints=0"}, "train.keep_checkpoints must be >= 1, got 0"},
+    {{"decode.length_penalty=-1"}, "decode.length_penalty must be >= 0, got -1.0"},
+    {{"decode.max_length_ratio=0"}, "decode.max_length_ratio must be > 0, got 0.0"},
+    {{"decode.batch_size=0"}, "decode.batch_size must be >= 1, got 0"},
+    {{"decode.top_p=0"}, "decode.top_p must be in (0, 1], got 0.0"},
+    {{"decode.epsilon=1"}, "decode.epsilon must be in [0, 1) (0 = off), got 1.0"},
+    {{"distributed.timeout=0"}, "distributed.timeout must be > 0 (seconds), got 0.0"},
+    {{"distributed.bucket_mb=-1"}, "distributed.bucket_mb must be > 0, got -1.0"},
+    {{"threads=-1"}, "threads must be >= 0 (0 = number of cores), got -1"},
+    // Choices.
+    {{"model.encoder.rnn=rnm"}, "model.encoder.rnn must be one of {lstm, gru}, got 'rnm'"},
+    {{"model.decoder.style=bahdanu"}, "model.decoder.style must be one of {luong, bahdanau}, got 'bahdanu'"},
+    {{"tokenizer.type=bpe"}, "tokenizer.type must be one of {sentencepiece, none}, got 'bpe'"},
+    {{"tokenizer.model_type=char"}, "tokenizer.model_type must be one of {bpe, unigram}, got 'char'"},
+    {{"train.optimizer=adagrad"}, "train.optimizer must be one of {adam, sgd}, got 'adagrad'"},
+    {{"train.lr_schedule=linear"},
+     "train.lr_schedule must be one of {plateau, constant, inverse_sqrt, cosine}, got 'linear'"},
+    {{"train.valid_metric=chrf"}, "train.valid_metric must be one of {bleu, ppl}, got 'chrf'"},
+    {{"model.attention.score=mlp"}, "model.attention.score must be one of {dot, scaled_dot, general, concat}, got 'mlp'"},
+    {{"distributed.backend=mpi"}, "distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"},
+    {{"gemm=mkl"}, "gemm must be one of {auto, onednn, blas}, got 'mkl'"},
+    {{"device=gpu"}, "device must be cpu, cuda or cuda:N, got 'gpu'"},
+    {{"device=\"cuda:\""}, "device must be cpu, cuda or cuda:N, got 'cuda:'"},
+    {{"device=cuda:-1"}, "device must be cpu, cuda or cuda:N, got 'cuda:-1'"},
+    {{"device=CPU"}, "device must be cpu, cuda or cuda:N, got 'CPU'"},
+    {{"model.attention.type="}, "model.attention.type must be set (an attention name), got ''"},
+    {{"train.precision=int8"},
+     "train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision int8); training "
+     "takes fp32 or bf16"},
+    // Rules between keys.
+    {{"decode.n_best=6"}, "decode.n_best must be in [1, decode.beam_size=5], got 6"},
+    {{"train.lr_schedule=inverse_sqrt"},
+     "train.warmup_steps must be > 0 with train.lr_schedule: inverse_sqrt (lr * sqrt(warmup / step)), got 0"},
+    {{"train.lr_schedule=cosine"}, "train.max_steps must be > 0 with train.lr_schedule: cosine (the cosine ends at it), got 0"},
+    {{"train.lr_schedule=cosine", "train.max_steps=1000", "train.min_learning_rate=1"},
+     "train.min_learning_rate must be <= train.learning_rate with train.lr_schedule: cosine, got 1.0"},
+    {{"decode.max_length=3", "decode.min_length=4"}, "decode.min_length must be <= decode.max_length=3, got 4"},
+    {{"decode.mbr=bleu", "decode.mbr_candidates=6"},
+     "decode.mbr_candidates must be in [0, decode.beam_size=5] (0 = the whole beam), got 6"},
+    {{"decode.ban_unk=true"}, "decode.ban_unk must be false with decode.search_rules: attnmt (a rule of opennmt and joeynmt), got true"},
+    {{"decode.search_rules=opennmt"},
+     "decode.max_length must be > 0 with decode.search_rules: opennmt (the toolkit's max_length, its only length limit), got 0"},
+    {{"model.share_embeddings=true", "tokenizer.shared=false"},
+     "model.share_embeddings must be false unless tokenizer.shared is true (one vocabulary for both sides), got true"},
+    {{"model.encoder.self_attention.layers=1", "model.encoder.self_attention.heads=3"},
+     "model.encoder.self_attention.heads must be a divisor of the encoder's output size 512 (hidden_size x directions), got 3"},
+};
+
+}  // namespace
+
 TEST_CASE("config: validation names the key and the value", "[config]") {
-  Config c;
-  SECTION("sizes") {
-    c.model.encoder.hidden_size = -4;
-    CHECK_THAT(validate_error(c), Equals("model.encoder.hidden_size must be > 0, got -4"));
-  }
-  SECTION("layers") {
-    c.model.decoder.layers = 0;
-    CHECK_THAT(validate_error(c), Contains("model.decoder.layers must be > 0, got 0"));
-  }
-  SECTION("dropout >= 1") {
-    c.model.encoder.dropout = 1.5;
-    CHECK_THAT(validate_error(c), Equals("model.encoder.dropout must be in [0, 1), got 1.5"));
-    c.model.encoder.dropout = 1.0;
-    CHECK_THAT(validate_error(c), Equals("model.encoder.dropout must be in [0, 1), got 1.0"));
-  }
-  SECTION("negative dropout") {
-    c.model.decoder.dropout = -0.1;
-    CHECK_THAT(validate_error(c), Equals("model.decoder.dropout must be in [0, 1), got -0.1"));
-  }
-  SECTION("NaN is out of every range") {
-    c.train.label_smoothing = std::nan("");
-    CHECK_THAT(validate_error(c), Contains("train.label_smoothing must be in [0, 1), got .nan"));
-  }
-  SECTION("beam 0") {
-    c.decode.beam_size = 0;
-    CHECK_THAT(validate_error(c), Contains("decode.beam_size must be >= 1, got 0"));
-  }
-  SECTION("n_best > beam") {
-    c.decode.n_best = 6;
-    CHECK_THAT(validate_error(c),
-               Equals("decode.n_best must be in [1, decode.beam_size=5], got 6"));
-  }
-  SECTION("enums") {
-    c.model.encoder.rnn = "rnm";
-    CHECK_THAT(validate_error(c),
-               Equals("model.encoder.rnn must be one of {lstm, gru}, got 'rnm'"));
-    c = Config();
-    c.model.decoder.style = "bahdanu";
-    CHECK_THAT(validate_error(c), Contains("model.decoder.style must be one of {luong, bahdanau}"));
-    c = Config();
-    c.tokenizer.type = "bpe";
-    CHECK_THAT(validate_error(c), Contains("tokenizer.type must be one of {sentencepiece, none}"));
-    c = Config();
-    c.tokenizer.model_type = "char";
-    CHECK_THAT(validate_error(c), Contains("tokenizer.model_type"));
-    c = Config();
-    c.train.optimizer = "adagrad";
-    CHECK_THAT(validate_error(c), Contains("train.optimizer must be one of {adam, sgd}"));
-    c = Config();
-    c.train.lr_schedule = "noam";
-    CHECK_THAT(validate_error(c), Contains("train.lr_schedule"));
-    c = Config();
-    c.train.valid_metric = "chrf";
-    CHECK_THAT(validate_error(c), Contains("train.valid_metric must be one of {bleu, ppl}"));
-    c = Config();
-    c.model.attention.score = "mlp";
-    CHECK_THAT(validate_error(c), Contains("model.attention.score"));
-  }
-  SECTION("attention type: only non-empty (the registry knows the names)") {
-    c.model.attention.type = "my_new_attention";
-    CHECK(validate_error(c).empty());
-    c.model.attention.type = "";
-    CHECK_THAT(validate_error(c), Contains("model.attention.type"));
-  }
-  SECTION("attention sizes") {
-    c.model.attention.window = 0;
-    CHECK_THAT(validate_error(c), Contains("model.attention.window must be >= 1"));
-    c = Config();
-    c.model.attention.heads = 0;
-    CHECK_THAT(validate_error(c), Contains("model.attention.heads must be >= 1"));
-    c = Config();
-    c.model.attention.max_area = 0;
-    CHECK_THAT(validate_error(c), Contains("model.attention.max_area must be >= 1"));
-    c = Config();
-    c.model.attention.chunk_size = 0;
-    CHECK_THAT(validate_error(c), Contains("model.attention.chunk_size must be >= 1"));
-  }
-  SECTION("schedules, weight decay, word dropout") {
-    c.train.lr_schedule = "linear";
-    CHECK_THAT(validate_error(c), Contains("train.lr_schedule") && Contains("inverse_sqrt"));
-    c = Config();
-    c.train.lr_schedule = "inverse_sqrt";
-    CHECK_THAT(validate_error(c), Contains("train.warmup_steps must be > 0 with train.lr_schedule: inverse_sqrt"));
-    c.train.warmup_steps = 100;
-    CHECK(validate_error(c).empty());
-    c = Config();
-    c.train.lr_schedule = "cosine";
-    CHECK_THAT(validate_error(c), Contains("train.max_steps must be > 0 with train.lr_schedule: cosine"));
-    c.train.max_steps = 1000;
-    c.train.min_learning_rate = 1.0;
-    CHECK_THAT(validate_error(c), Contains("train.min_learning_rate must be <= train.learning_rate"));
-    c = Config();
-    c.train.warmup_steps = -1;
-    CHECK_THAT(validate_error(c), Contains("train.warmup_steps must be >= 0"));
-    c = Config();
-    c.train.weight_decay = 1.5;
-    CHECK_THAT(validate_error(c), Contains("train.weight_decay must be in [0, 1), got 1.5"));
-    c = Config();
-    c.train.ema_decay = 1.0;
-    CHECK_THAT(validate_error(c), Contains("train.ema_decay must be in [0, 1), got 1"));
-    c = Config();
-    c.model.encoder.word_dropout = 1.0;
-    CHECK_THAT(validate_error(c), Contains("model.encoder.word_dropout must be in [0, 1)"));
-    c = Config();
-    c.model.decoder.word_dropout = -0.1;
-    CHECK_THAT(validate_error(c), Contains("model.decoder.word_dropout must be in [0, 1)"));
-  }
-  SECTION("tokenizer") {
-    c.tokenizer.vocab_size = 4;
-    CHECK_THAT(validate_error(c), Contains("tokenizer.vocab_size must be >= 8, got 4"));
-  }
-  SECTION("training numbers") {
-    c.train.batch_size = 0;
-    CHECK_THAT(validate_error(c), Contains("train.batch_size must be > 0"));
-    c = Config();
-    c.train.batch_tokens = -1;
-    CHECK_THAT(validate_error(c), Contains("train.batch_tokens must be >= 0"));
-    c = Config();
-    c.train.max_steps = -1;
-    CHECK_THAT(validate_error(c), Contains("train.max_steps must be >= 0"));
-    c = Config();
-    c.train.max_minutes = -0.5;
-    CHECK_THAT(validate_error(c), Contains("train.max_minutes must be >= 0 (0 = no limit), got -0.5"));
-    c = Config();
-    c.model.attention.max_positions = 0;
-    CHECK_THAT(validate_error(c), Contains("model.attention.max_positions must be >= 1"));
-    c = Config();
-    c.train.learning_rate = 0;
-    CHECK_THAT(validate_error(c), Contains("train.learning_rate must be > 0, got 0.0"));
-    c = Config();
-    c.train.lr_decay = 1.5;
-    CHECK_THAT(validate_error(c), Contains("train.lr_decay must be in (0, 1], got 1.5"));
-    c = Config();
-    c.train.label_smoothing = 1;
-    CHECK_THAT(validate_error(c), Contains("train.label_smoothing must be in [0, 1)"));
-    c = Config();
-    c.train.valid_every = 0;
-    CHECK_THAT(validate_error(c), Contains("train.valid_every must be > 0"));
-    c = Config();
-    c.train.keep_checkpoints = 0;
-    CHECK_THAT(validate_error(c), Contains("train.keep_checkpoints must be >= 1"));
-  }
-  SECTION("decoding numbers") {
-    c.decode.length_penalty = -1;
-    CHECK_THAT(validate_error(c), Contains("decode.length_penalty must be >= 0"));
-    c = Config();
-    c.decode.max_length_ratio = 0;
-    CHECK_THAT(validate_error(c), Contains("decode.max_length_ratio must be > 0"));
-    c = Config();
-    c.decode.batch_size = 0;
-    CHECK_THAT(validate_error(c), Contains("decode.batch_size must be >= 1"));
-  }
-  SECTION("distributed") {
-    c.distributed.backend = "mpi";
-    CHECK_THAT(validate_error(c), Equals("distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"));
-    c = Config();
-    c.distributed.timeout = 0;
-    CHECK_THAT(validate_error(c), Contains("distributed.timeout must be > 0 (seconds), got 0.0"));
-    c = Config();
-    c.distributed.bucket_mb = -1;
-    CHECK_THAT(validate_error(c), Contains("distributed.bucket_mb must be > 0"));
-  }
-  SECTION("runtime") {
-    c.threads = -1;
-    CHECK_THAT(validate_error(c), Contains("threads must be >= 0"));
-    for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:12"}) {
-      c = Config();
-      c.device = ok;
-      CHECK(validate_error(c).empty());
+  for (const InvalidCase& c : kInvalid) {
+    std::string settings;
+    for (const auto& s : c.settings) settings += (settings.empty() ? "" : " ") + s;
+    DYNAMIC_SECTION(settings) {
+      CHECK_THAT(parse_error("threads: 0\n", c.settings), Equals(std::string("'cfg.yaml': ") + c.message));
     }
-    for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "CPU", ""}) {
-      c = Config();
-      c.device = bad;
-      CHECK_THAT(validate_error(c), Contains("device must be cpu, cuda or cuda:N"));
+  }
+  SECTION("valid values at the edges") {
+    for (const std::vector<std::string>& ok :
+         {std::vector<std::string>{"model.encoder.dropout=0"}, {"model.attention.score_bias_init=-20"},
+          {"train.lr_decay=1"}, {"decode.top_p=1"}, {"tokenizer.vocab_size=8"}, {"device=cuda:12"},
+          {"device=cuda"}, {"decode.n_best=5"}, {"model.attention.type=my_new_attention"}}) {
+      CHECK(parse_error("threads: 0\n", ok).empty());
     }
   }
 }
