@@ -13,7 +13,7 @@ scripts/install_deps.sh
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNMT_TCMALLOC=OFF "-DCMAKE_CXX_FLAGS=$flags" \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" "-DCMAKE_MODULE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
-cmake --build build-asan -j"${JOBS:-$(nproc)}" --target test_config test_metrics attnmt_tests
+cmake --build build-asan -j"${JOBS:-$(nproc)}" --target test_config test_metrics attnmt_core_tests
 export OMP_WAIT_POLICY=PASSIVE
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -22,7 +22,7 @@ for t in build-asan/tests/test_config build-asan/tests/test_metrics; do
   echo "[sanitize] $t"
   "$t" || status=1
 done
-echo "[sanitize] build-asan/tests/attnmt_tests ${1:-~[e2e]}"
-build-asan/tests/attnmt_tests "${1:-~[e2e]}" || status=1
+echo "[sanitize] build-asan/tests/attnmt_core_tests ${1:-~[e2e]}"
+build-asan/tests/attnmt_core_tests "${1:-~[e2e]}" || status=1
 echo "[sanitize] $([ $status -eq 0 ] && echo clean || echo FAILED)"
 exit $status

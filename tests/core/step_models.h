@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "decoding/search_types.h"
 #include "decoding/step_model.h"
 
 namespace attnmt::test {
@@ -150,6 +151,15 @@ class HashModel : public StepModel {
   double eos_offset_, eos_slope_;
   int64_t source_length_ = 0;
 };
+
+// Search options of beam size `beam` that score by the plain log-probability (no length penalty),
+// so that scores compare with sums of the models' log-probabilities written by hand.
+inline SearchOptions unnormalised(int beam) {
+  SearchOptions o;
+  o.beam_size = beam;
+  o.length_penalty = 0;
+  return o;
+}
 
 inline torch::Tensor source(int64_t B) { return torch::full({B, 2}, 7, torch::kLong); }
 inline torch::Tensor lengths(int64_t B) { return torch::full({B}, 2, torch::kLong); }

@@ -37,13 +37,6 @@ bool contains(const std::vector<int64_t>& tokens, const std::vector<int64_t>& ph
   return std::search(tokens.begin(), tokens.end(), phrase.begin(), phrase.end()) != tokens.end();
 }
 
-SearchOptions plain(int beam) {
-  SearchOptions o;
-  o.beam_size = beam;
-  o.length_penalty = 0;
-  return o;
-}
-
 std::vector<Hypothesis> decode(const Phrases& phrases, const SearchOptions& o) {
   auto model = garden_path();
   Guides guides(1);
@@ -88,7 +81,7 @@ TEST_CASE("constrained search: every output holds every phrase, scored as the mo
       {{{a}}, {a}}, {{{b, b}}, {b, b}}, {{{a}, {b}}, {a, b}}, {{{b}, {a}}, {a, b}}};
   for (const auto& [phrases, best] : cases) {
     for (int beam : {1, 2, 3, 5}) {
-      auto o = plain(beam);
+      auto o = unnormalised(beam);
       o.n_best = beam;
       const auto out = decode(phrases, o);
       REQUIRE_FALSE(out.empty());
@@ -105,7 +98,7 @@ TEST_CASE("constrained search: every output holds every phrase, scored as the mo
 }
 
 TEST_CASE("constrained search: a phrase that cannot fit finishes unmet and says so", "[search][constraints]") {
-  auto o = plain(3);
+  auto o = unnormalised(3);
   o.max_length = 2;
   const auto out = decode({{b, b, b}}, o);
   REQUIRE_FALSE(out.empty());
@@ -116,7 +109,7 @@ TEST_CASE("constrained search: a phrase that cannot fit finishes unmet and says 
 
 TEST_CASE("constrained search: sentences without constraints in the batch, and attention rows", "[search][constraints]") {
   auto model = garden_path();
-  auto o = plain(2);
+  auto o = unnormalised(2);
   o.return_attention = true;
   Guides guides(2);
   guides[1].constraints = {{b, b}};

@@ -1,7 +1,7 @@
 // model.share_embeddings: the encoder and the decoder read one embedding matrix (with
 // tie_embeddings, the output layer's too). The shared model computes what an unshared one holding
-// the same matrix twice computes, its gradient is the sum of the two uses' (the chain rule), and
-// a model trained so is one file that translates.
+// the same matrix twice computes, and its gradient is the sum of the two uses' (the chain rule);
+// tests/e2e/test_train_features.cpp trains and translates such a model.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -9,15 +9,12 @@
 
 #include "config/config.h"
 #include "model/seq2seq.h"
-#include "program.h"
 #include "util/error.h"
-#include "util/text_io.h"
 
 using attnmt::InputError;
 using attnmt::ModelConfig;
 using attnmt::Seq2Seq;
 using attnmt::VocabSizes;
-using namespace attnmt::test;
 
 namespace {
 
@@ -102,27 +99,4 @@ TEST_CASE("shared embeddings: two vocabularies are refused, naming the key", "[m
   } catch (const InputError& e) {
     CHECK_THAT(e.what(), Catch::Contains("model.share_embeddings") && Catch::Contains("30") && Catch::Contains("40"));
   }
-}
-
-TEST_CASE("shared embeddings: trained, saved as one file and translated, refused without tokenizer.shared",
-          "[e2e][shared-embeddings]") {
-  auto dir = temp_dir("shared_embeddings");
-  write(dir / "config.yaml", tiny_config(dir / "model", 40));
-  auto train = run("train " + (dir / "config.yaml").string() +
-                   " --set model.share_embeddings=true model.tie_embeddings=true");
-  INFO(train.output);
-  REQUIRE(train.status == 0);
-  const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
-  auto translate = run("translate --model " + (dir / "model" / "best.pt").string() + " --input " + src +
-                       " --output " + (dir / "out.en").string() + " --threads 1");
-  INFO(translate.output);
-  REQUIRE(translate.status == 0);
-  CHECK(attnmt::read_lines(src).size() == attnmt::read_lines((dir / "out.en").string()).size());
-
-  auto refused = run("train " + (dir / "config.yaml").string() +
-                     " --set model.share_embeddings=true tokenizer.shared=false train.save_dir=" +
-                     (dir / "other").string());
-  CHECK(refused.status == 2);
-  CHECK_THAT(refused.output, Catch::Contains("model.share_embeddings") && Catch::Contains("tokenizer.shared"));
-  fs::remove_all(dir);
 }

@@ -222,6 +222,10 @@ const std::vector<Case>& cases() {
          return "translate --model " + trained_model(d).string() + " --input " + kData +
                 "/tiny.de --set model.encoder.layers=3"; },
        2, {"model.encoder.layers=3", "takes only decode.*"}},
+      {"translate: --set of a model section", [](const fs::path& d) {
+         return "translate --model " + trained_model(d).string() + " --input " + kData +
+                "/tiny.de --set 'model={encoder: {layers: 3}}'"; },
+       2, {"model={encoder: {layers: 3}}", "takes only decode.*, model.attention.hard_decode, threads, gemm and device"}},
       {"translate: --set of an unknown decode key", [](const fs::path& d) {
          return "translate --model " + trained_model(d).string() + " --input " + kData + "/tiny.de --set decode.beam=3"; },
        2, {"decode.beam"}},
