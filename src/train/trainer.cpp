@@ -40,6 +40,7 @@
 #include "train/replicas.h"
 #include "train/run_dir.h"
 #include "train/schedule.h"
+#include "train/training_data.h"
 #include "train/validation.h"
 #include "util/cpu_kernels.h"
 #include "util/error.h"
@@ -71,8 +72,7 @@ class Trainer {
   void run();
 
  private:
-  void prepare_data();
-  Tokenizers share_tokenizers();
+  void prepare_data();  // train/training_data.h
   void build_model();
   void restore_or_start();
   // After a checkpoint's load_state: training goes on from its trained weights (a run with
@@ -84,6 +84,10 @@ class Trainer {
   std::vector<Example> training_examples(const std::vector<size_t>& ids) const;
   void train_loop();
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
+  // Replica r's forward pass over `examples`: the smoothed loss (+ the attention's auxiliary loss)
+  // summed over their tokens; part = [that sum, the NLL sum, the tokens].
+  torch::Tensor replica_loss(int r, const std::vector<Example>& examples, std::vector<double>& part);
+  void note_skipped_update();  // a non-finite loss or gradient: counted, logged, fatal after 10 in a row
   void report();
   void show_progress(Progress& bar) const;
   ValidResult validate();  // with the averaged weights (train.ema_decay) in the model
@@ -130,78 +134,14 @@ class Trainer {
 };
 
 void Trainer::prepare_data() {
-  const auto corpora = training_corpora(cfg_.data);
-  auto valid_text = read_parallel(cfg_.data.valid, "valid");
-  tokenizers_ = is_main() ? load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, corpora, cfg_.train.seed)
-                          : Tokenizers{};
-  if (dist_->active()) tokenizers_ = share_tokenizers();
-  // The corpora as token ids: tokenized once, memory-mapped by every later run (data/token_cache.h).
-  const auto cache_dir =
-      cfg_.data.cache_dir.empty() ? (fs::path(cfg_.train.save_dir) / "cache").string() : cfg_.data.cache_dir;
-  std::vector<TrainCorpus> sources;
-  for (size_t c = 0; c < corpora.size(); ++c) {
-    const std::string what = training_corpus_name(c, corpora.size());
-    sources.push_back(TrainCorpus{TokenCorpus::open(corpora[c], tokenizers_, cache_dir, cfg_.threads, what),
-                                  corpora[c].weight, "'" + corpora[c].src + "' / '" + corpora[c].tgt + "'"});
-  }
-  train_ = std::make_unique<TrainData>(std::move(sources), cfg_.data.max_length);
-  for (size_t c = 0; c < train_->corpus_count(); ++c) {
-    const std::string what = training_corpus_name(c, corpora.size());
-    spdlog::info("[data] {}: {} pairs kept, {} skipped as empty, {} skipped as longer than {} tokens", what,
-                 train_->kept(c), train_->skipped_empty(c), train_->skipped_long(c), cfg_.data.max_length);
-    if (corpora.size() > 1) {
-      spdlog::info("[data] {} {}: weight {} -> {} pairs per epoch ({:.2f} passes over its pairs)", what,
-                   train_->corpus(c).name, train_->corpus(c).weight, train_->per_epoch(c),
-                   train_->kept(c) ? static_cast<double>(train_->per_epoch(c)) / static_cast<double>(train_->kept(c)) : 0.0);
-    }
-  }
-  if (train_->size() == 0) throw InputError("train: no usable sentence pairs in '" + cfg_.data.train.src + "'");
-  const auto symbols = split_symbols(cfg_.tokenizer.user_defined_symbols);
-  if (cfg_.data.src_bpe_dropout > 0) src_bpe_dropout_.emplace(*tokenizers_.src, cfg_.data.src_bpe_dropout, symbols);
-  if (cfg_.data.tgt_bpe_dropout > 0) tgt_bpe_dropout_.emplace(*tokenizers_.tgt, cfg_.data.tgt_bpe_dropout, symbols);
-  if (src_bpe_dropout_ || tgt_bpe_dropout_) {
-    spdlog::info("[data] BPE-dropout: source {}, target {} (each merge skipped with this probability)",
-                 cfg_.data.src_bpe_dropout, cfg_.data.tgt_bpe_dropout);
-  }
-  auto valid = encode_dataset(valid_text, tokenizers_, /*max_length=*/0, cfg_.threads);
-  spdlog::info("[data] valid: {} pairs ({} empty skipped)", valid.examples.size(), valid.skipped_empty);
-  if (cfg_.decode.shortlist) {  // built again on every run: it follows the corpus and the tokenizer
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<size_t> all(train_->size());
-    std::iota(all.begin(), all.end(), 0);
-    lexicon_ = std::make_shared<const Lexicon>(train_lexicon(train_->gather(all), tokenizers_.src->vocab_size(),
-                                                             tokenizers_.tgt->vocab_size(), kLexiconIterations,
-                                                             kLexiconKeep));
-    const auto path = lexicon_path(cfg_.train.save_dir);
-    if (is_main()) write_lexicon(*lexicon_, path);
-    spdlog::info("[data] decode.shortlist: lexicon (IBM Model 1, {} iterations) in {:.1f}s -> {}", kLexiconIterations,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), path);
-  }
-  validation_ = std::make_unique<Validation>(cfg_, tokenizers_, lexicon_, std::move(valid_text), std::move(valid), device_);
-}
-
-// Distributed runs: rank 0's SentencePiece models (trained or loaded above) are sent to the other
-// ranks, which write them into their own train.save_dir when it lacks them or holds others (on
-// one machine the save dir is shared and already holds them), and load them from there.
-Tokenizers Trainer::share_tokenizers() {
-  // rank 0's model files, by the names load_or_train_tokenizers gave them
-  std::vector<std::shared_ptr<Tokenizer>> models{tokenizers_.src};
-  if (is_main() && tokenizers_.tgt != tokenizers_.src) models.push_back(tokenizers_.tgt);
-  const auto count = std::stoul(dist_->broadcast_bytes(std::to_string(models.size())));
-  for (size_t i = 0; i < count; ++i) {
-    const auto name =
-        dist_->broadcast_bytes(is_main() ? fs::path(models[i]->model_path()).filename().string() : std::string());
-    const auto bytes = dist_->broadcast_bytes(is_main() ? models[i]->serialized() : std::string());
-    if (is_main()) continue;
-    const auto path = (fs::path(cfg_.train.save_dir) / name).string();
-    if (!fs::exists(path) || read_file(path) != bytes) {
-      std::error_code ec;
-      fs::create_directories(cfg_.train.save_dir, ec);
-      write_file_atomic(path, bytes);
-    }
-  }
-  dist_->barrier();  // every rank has the files before anyone reads them
-  return is_main() ? tokenizers_ : load_or_train_tokenizers(cfg_.tokenizer, cfg_.train.save_dir, nullptr, cfg_.train.seed);
+  auto data = prepare_training_data(cfg_, *dist_);
+  tokenizers_ = std::move(data.tokenizers);
+  train_ = std::move(data.train);
+  src_bpe_dropout_ = std::move(data.src_bpe_dropout);
+  tgt_bpe_dropout_ = std::move(data.tgt_bpe_dropout);
+  lexicon_ = std::move(data.lexicon);
+  validation_ = std::make_unique<Validation>(cfg_, tokenizers_, lexicon_, std::move(data.valid_text),
+                                             std::move(data.valid), device_);
 }
 
 void Trainer::build_model() {
@@ -387,24 +327,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
     }
     c10::optional<RandomStreamScope> stream;
     if (R > 1) stream.emplace(replica_stream_seed(cfg_.train.seed, dist_->rank(), r, progress_.step));
-    auto& model = replicas_->model(r);
-    std::vector<size_t> order(slice.size());
-    std::iota(order.begin(), order.end(), 0);
-    auto batch = make_batch(examples, order, device_);
-    const bool bf16 = cfg_.train.precision == "bf16";
-    CpuBf16Autocast autocast(bf16);  // train.precision: bf16, the forward pass
-    auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
-    autocast.end();
-    auto loss = output_layer_loss(hidden, model->output_weight(), model->output_bias(), batch.tgt_out,
-                                  Tokenizer::kPad, cfg_.train.label_smoothing, bf16);
-    auto sum = loss.loss;
-    const auto target_lengths = batch.tgt_out.ne(Tokenizer::kPad).sum(1);
-    if (auto aux = model->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll, target_lengths);
-        aux.defined()) {
-      sum = sum + aux;
-    }
-    part[static_cast<size_t>(r)] = {sum.item<double>(), loss.nll_sum, static_cast<double>(loss.tokens)};
-    local_sum[static_cast<size_t>(r)] = sum;
+    local_sum[static_cast<size_t>(r)] = replica_loss(r, examples, part[static_cast<size_t>(r)]);
   });
   std::vector<double> sums{0, 0, 0};
   for (const auto& p : part) {
@@ -434,6 +357,27 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   ++window_steps_;
   progress_.target_tokens += global_tokens;
   return true;
+}
+
+torch::Tensor Trainer::replica_loss(int r, const std::vector<Example>& examples, std::vector<double>& part) {
+  auto& model = replicas_->model(r);
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto batch = make_batch(examples, order, device_);
+  const bool bf16 = cfg_.train.precision == "bf16";
+  CpuBf16Autocast autocast(bf16);  // train.precision: bf16, the forward pass
+  auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
+  autocast.end();
+  auto loss = output_layer_loss(hidden, model->output_weight(), model->output_bias(), batch.tgt_out,
+                                Tokenizer::kPad, cfg_.train.label_smoothing, bf16);
+  auto sum = loss.loss;
+  const auto target_lengths = batch.tgt_out.ne(Tokenizer::kPad).sum(1);
+  if (auto aux = model->decoder()->attention().take_auxiliary_loss(-loss.sentence_nll, target_lengths);
+      aux.defined()) {
+    sum = sum + aux;
+  }
+  part = {sum.item<double>(), loss.nll_sum, static_cast<double>(loss.tokens)};
+  return sum;
 }
 
 ValidResult Trainer::validate() {
@@ -579,6 +523,20 @@ void Trainer::show_progress(Progress& bar) const {
              secs > 0 && window_tokens_ > 0 ? group_thousands(std::llround(window_tokens_ / secs)) + " tok/s" : "");
 }
 
+void Trainer::note_skipped_update() {
+  constexpr int64_t kMaxNonFiniteInRow = 10;
+  ++progress_.skipped_steps;
+  if (is_main()) {
+    spdlog::warn("[train] non-finite loss or gradient at step {}: update skipped ({} in a row)", progress_.step + 1,
+                 nonfinite_in_row_ + 1);
+  }
+  if (++nonfinite_in_row_ >= kMaxNonFiniteInRow) {
+    throw RuntimeError("training diverged: " + std::to_string(kMaxNonFiniteInRow) +
+                       " non-finite losses or gradients in a row (lower train.learning_rate or set "
+                       "train.clip_norm); the checkpoints in train.save_dir are from before");
+  }
+}
+
 void Trainer::train_loop() {
   model_->train();
   run_start_ = window_start_ = std::chrono::steady_clock::now();
@@ -593,7 +551,6 @@ void Trainer::train_loop() {
     window_start_ = std::chrono::steady_clock::now();
     window_allreduce_start_ = dist_->gradient_seconds();
   };
-  constexpr int64_t kMaxNonFiniteInRow = 10;
   auto batches = start_batches_.empty() ? epoch_batches(progress_.epoch, dist_->world_size()) : std::move(start_batches_);
   start_batches_.clear();
   std::optional<Progress> bar;  // rank 0's progress line on a terminal
@@ -626,16 +583,7 @@ void Trainer::train_loop() {
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
     }
     if (!ok) {
-      ++progress_.skipped_steps;
-      if (is_main()) {
-        spdlog::warn("[train] non-finite loss or gradient at step {}: update skipped ({} in a row)", progress_.step + 1,
-                     nonfinite_in_row_ + 1);
-      }
-      if (++nonfinite_in_row_ >= kMaxNonFiniteInRow) {
-        throw RuntimeError("training diverged: " + std::to_string(kMaxNonFiniteInRow) +
-                           " non-finite losses or gradients in a row (lower train.learning_rate or set "
-                           "train.clip_norm); the checkpoints in train.save_dir are from before");
-      }
+      note_skipped_update();
       continue;
     }
     nonfinite_in_row_ = 0;
