@@ -12,6 +12,7 @@
 #include "util/error.h"
 #include "util/logging.h"
 
+#include "build_features.h"
 #ifdef ATTNMT_WITH_HTTP
 #include "attention/registry.h"
 #include "decoding/seq2seq_step_model.h"

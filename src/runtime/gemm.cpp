@@ -8,6 +8,7 @@
 
 #include "util/error.h"
 
+#include "build_features.h"
 #ifdef ATTNMT_WITH_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #endif

@@ -10,6 +10,7 @@
 
 #include "runtime/autocast.h"
 
+#include "build_features.h"
 #ifdef ATTNMT_WITH_DNNL
 #include "runtime/dnnl_engine.h"
 #endif

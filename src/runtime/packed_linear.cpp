@@ -8,6 +8,7 @@
 
 #include "runtime/int8_gemm.h"
 
+#include "build_features.h"
 #ifdef ATTNMT_WITH_DNNL
 #include "runtime/dnnl_engine.h"
 #endif

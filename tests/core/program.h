@@ -21,6 +21,17 @@ struct Run {
   std::string output;  // stdout and stderr
 };
 
+// The test data (tests/data), and its tiny corpus's source side.
+inline const std::string kData = ATTNMT_TEST_DATA_DIR;
+inline const std::string kSrc = kData + "/tiny.de";
+
+// How many times `what` occurs in `text` (overlapping occurrences counted).
+inline size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // `args` is shell text after the program name (redirections allowed).
 inline Run run(const std::string& args, const std::string& env = "") {
   const std::string cmd = env + " " + std::string(ATTNMT_BINARY) + " " + args + " 2>&1";

@@ -31,6 +31,9 @@ inline ModelConfig styled_config(int64_t embedding, int64_t encoder_hidden, int6
   return config;
 }
 
+// The largest absolute difference between two tensors' elements.
+inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
 // The model of `config` for these vocabulary sizes, in eval mode (the caller seeds the RNG first).
 inline Seq2Seq eval_model(const ModelConfig& config, int64_t src_vocab, int64_t tgt_vocab) {
   VocabSizes vocab;

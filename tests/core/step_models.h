@@ -62,6 +62,9 @@ class BigramModel : public StepModel {
 
 // After bos: a 0.6, b 0.4. After a: eos 0.4, a 0.3, b 0.3. After b: eos 0.9, a 0.05, b 0.05.
 // Greedy: "a" (0.6 * 0.4 = 0.24). Best sequence: "b" (0.4 * 0.9 = 0.36).
+// The two word tokens of the models below (0-3 are pad, unk, bos, eos).
+constexpr int64_t a = 4, b = 5;
+
 inline BigramModel garden_path() {
   return BigramModel({{2, {0, 0, 0, 0, 0.6, 0.4}}, {4, {0, 0, 0, 0.4, 0.3, 0.3}}, {5, {0, 0, 0, 0.9, 0.05, 0.05}}});
 }

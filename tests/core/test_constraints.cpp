@@ -16,7 +16,7 @@ using namespace attnmt::test;
 
 namespace {
 
-constexpr int64_t a = 4, b = 5, eos = 3;
+constexpr int64_t eos = 3;
 
 // garden_path()'s table: after bos a .6, b .4; after a eos .4, a .3, b .3; after b eos .9, a .05, b .05.
 const std::map<int64_t, std::vector<double>> kTable{

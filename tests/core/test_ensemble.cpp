@@ -15,8 +15,6 @@ using namespace attnmt::test;
 
 namespace {
 
-constexpr int64_t a = 4, b = 5;
-
 }  // namespace
 
 TEST_CASE("an ensemble takes the weighted mean of its members' log-probabilities", "[search][ensemble]") {

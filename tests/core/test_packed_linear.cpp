@@ -12,9 +12,9 @@
 #include "small_models.h"
 
 using namespace attnmt;
+using namespace attnmt::test;
 
 namespace {
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 }  // namespace
 
 TEST_CASE("PackedLinear fp32 computes x W^T + b for any row count", "[packed]") {

@@ -14,8 +14,6 @@ using namespace attnmt::test;
 
 namespace {
 
-constexpr int64_t a = 4, b = 5;
-
 }  // namespace
 
 TEST_CASE("sampling draws from the model's distribution, tempered and cut as asked", "[search][sampling]") {

@@ -15,8 +15,6 @@ using namespace attnmt::test;
 
 namespace {
 
-constexpr int64_t a = 4, b = 5;
-
 // After bos: a .6, b .4. After a: eos .5, a .2, b .3. After b: eos .9, a .06, b .04.
 BigramModel short_ends() {
   return BigramModel({{2, {0, 0, 0, 0, 0.6, 0.4}}, {4, {0, 0, 0, 0.5, 0.2, 0.3}}, {5, {0, 0, 0, 0.9, 0.06, 0.04}}});

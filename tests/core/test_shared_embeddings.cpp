@@ -9,12 +9,14 @@
 
 #include "config/config.h"
 #include "model/seq2seq.h"
+#include "small_models.h"
 #include "util/error.h"
 
 using attnmt::InputError;
 using attnmt::ModelConfig;
 using attnmt::Seq2Seq;
 using attnmt::VocabSizes;
+using attnmt::test::max_abs_diff;
 
 namespace {
 
@@ -38,7 +40,6 @@ VocabSizes vocab_of(int64_t src, int64_t tgt) {
   return v;
 }
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 }  // namespace
 

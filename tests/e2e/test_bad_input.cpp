@@ -27,7 +27,6 @@ struct Case {
   std::vector<std::string> expect;  // substrings of the output
 };
 
-const std::string kData = ATTNMT_TEST_DATA_DIR;
 
 std::string config_with(const fs::path& dir, const std::string& train_src, const std::string& train_tgt,
                         int max_steps = 2) {

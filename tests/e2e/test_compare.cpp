@@ -19,13 +19,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::string kData = ATTNMT_TEST_DATA_DIR;
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // Gold alignments for the first `n` tiny pairs: "SRC ||| TGT" text and a diagonal TALP file
 // (sure links on the diagonal, a possible link beside each).
@@ -99,8 +92,8 @@ TEST_CASE("align: Pharaoh output, one link per target word, AER against gold", "
           (dir / "tgt.txt").string() + " --threshold 0.001 2>/dev/null");
   REQUIRE(r.status == 0);
   const auto dense = r.output;
-  CHECK(count(dense, "\n") == 2);
-  CHECK(count(dense, "-") >= attnmt::split_words(text.tgt[0]).size() + attnmt::split_words(text.tgt[1]).size());
+  CHECK(occurrences(dense, "\n") == 2);
+  CHECK(occurrences(dense, "-") >= attnmt::split_words(text.tgt[0]).size() + attnmt::split_words(text.tgt[1]).size());
   fs::remove_all(dir);
 }
 
@@ -115,9 +108,9 @@ TEST_CASE("plot: one heatmap, SVG and PNG", "[report][e2e]") {
   REQUIRE(r.status == 0);
   const auto svg = attnmt::read_file((dir / "map.svg").string());
   const size_t s = attnmt::split_words(de[0]).size(), t = attnmt::split_words(en[0]).size();
-  CHECK(count(svg, "<rect x=") == s * t + 1);
-  CHECK(count(svg, "class=\"src\"") == s);
-  CHECK(count(svg, "class=\"tgt\"") == t);
+  CHECK(occurrences(svg, "<rect x=") == s * t + 1);
+  CHECK(occurrences(svg, "class=\"src\"") == s);
+  CHECK(occurrences(svg, "class=\"tgt\"") == t);
   // the model's own translation
   r = run("plot --model " + model.string() + " --src \"" + de[1] + "\" --output " + (dir / "own.svg").string());
   REQUIRE(r.status == 0);
@@ -158,13 +151,13 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   r = run(args + " --train-missing");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  CHECK(count(r.output, "training") >= 2);
+  CHECK(occurrences(r.output, "training") >= 2);
   for (const char* f :
        {"results.md", "results.csv", "results.json", "index.html", "hyp/general.txt", "hyp/concat.txt"}) {
     CHECK(fs::exists(dir / "report" / f));
   }
   const auto md = attnmt::read_file((dir / "report" / "results.md").string());
-  CHECK(count(md, "\n") == 4);
+  CHECK(occurrences(md, "\n") == 4);
   CHECK_THAT(md, Contains("| general | `luong_general` |"));
   CHECK_THAT(md, Contains("| concat | `luong_concat` |"));
   const auto json = nlohmann::json::parse(attnmt::read_file((dir / "report" / "results.json").string()));
@@ -182,7 +175,7 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
     CHECK(v["train_tgt_tokens_per_sec"].get<double>() > 0);
     CHECK(v["samples"].size() == 2);
   }
-  CHECK(count(attnmt::read_file((dir / "report" / "results.csv").string()), "\n") == 3);
+  CHECK(occurrences(attnmt::read_file((dir / "report" / "results.csv").string()), "\n") == 3);
   // The second row's p-values against the first: those of `attnmt score --paired-bs` on the outputs.
   CHECK(json["variants"][0]["bleu_p"].is_null());
   const auto paired = run("score --ref " + kData + "/tiny.en --hyp " + (dir / "report" / "hyp" / "general.txt").string() +
@@ -192,9 +185,9 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   CHECK(json["variants"][1]["bleu_p"].get<double>() == Approx(scored[1]["BLEU"]["p_value"].get<double>()));
   CHECK(json["variants"][1]["chrf_p"].get<double>() == Approx(scored[1]["chrF2"]["p_value"].get<double>()));
   const auto html = attnmt::read_file((dir / "report" / "index.html").string());
-  CHECK(count(html, "class=\"heatmap\"") == 2 * 2);
-  CHECK(count(html, "<tr data-variant=") == 2);
-  CHECK(count(html, "class=\"aer-bar\"") == 2);
+  CHECK(occurrences(html, "class=\"heatmap\"") == 2 * 2);
+  CHECK(occurrences(html, "<tr data-variant=") == 2);
+  CHECK(occurrences(html, "class=\"aer-bar\"") == 2);
   // the table on stdout
   CHECK_THAT(r.output, Contains("variant  attention"));
 
@@ -216,7 +209,7 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   r = run(args + " --train-missing --set decode.beam_size=2 --set train.max_steps=55");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  CHECK(count(r.output, "training (resuming)") == 2);
+  CHECK(occurrences(r.output, "training (resuming)") == 2);
   const auto again = nlohmann::json::parse(attnmt::read_file((dir / "report" / "results.json").string()));
   for (const auto& v : again["variants"]) {
     CHECK(v["beam_size"].get<int>() == 2);
@@ -245,7 +238,7 @@ TEST_CASE("compare --seeds: every config once per seed, mean and spread, p-value
   auto r = run(args + " --seeds 3,7");
   INFO(r.output);
   REQUIRE(r.status == 0);
-  CHECK(count(r.output, ": training") == 4);
+  CHECK(occurrences(r.output, ": training") == 4);
   // each seed in its own save dir under --save-root, none in the configs' own save dirs
   for (const char* name : {"general", "dot"}) {
     for (const char* seed : {"seed3", "seed7"}) CHECK(fs::exists(root / name / seed / "best.pt"));
@@ -279,13 +272,13 @@ TEST_CASE("compare --seeds: every config once per seed, mean and spread, p-value
   const auto scored = nlohmann::json::parse(paired.output);
   CHECK(json["variants"][1]["bleu_p"].get<double>() == Approx(scored[1]["BLEU"]["p_value"].get<double>()));
   const auto md = attnmt::read_file((dir / "report" / "results.md").string());
-  CHECK(count(md, " \xC2\xB1 ") >= 2 * 4);  // BLEU, chrF, valid ppl, AER of both rows
+  CHECK(occurrences(md, " \xC2\xB1 ") >= 2 * 4);  // BLEU, chrF, valid ppl, AER of both rows
   const auto csv = attnmt::read_lines((dir / "report" / "results.csv").string());
   REQUIRE(csv.size() == 3);
   CHECK_THAT(csv[0], Contains(",seeds,bleu_sd,bleu_min,bleu_max,"));
   CHECK_THAT(csv[1], Contains(",3 7,"));
   const auto html = attnmt::read_file((dir / "report" / "index.html").string());
-  CHECK(count(html, "class=\"aer-range\"") == 2);
+  CHECK(occurrences(html, "class=\"aer-range\"") == 2);
   CHECK_THAT(html, Contains("general seed 7"));  // a curve per seed
   // a second run reuses all four models
   r = run(args + " --seeds 3,7");
@@ -346,12 +339,12 @@ TEST_CASE("compare report in a real browser: table, sorting, seeds, one heatmap 
       "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" + (dir / "profile").string();
   const std::string dom = shell(browser + " " + flags + " --dump-dom \"" + url + "#sort=bleu-desc\" 2>/dev/null");
   INFO(dom.substr(0, 2000));
-  CHECK(count(dom, "<table id=\"results\">") == 1);
-  CHECK(count(dom, "<tr data-variant=") == 3);
-  CHECK(count(dom, "class=\"heatmap\"") == 3 * 2);
+  CHECK(occurrences(dom, "<table id=\"results\">") == 1);
+  CHECK(occurrences(dom, "<tr data-variant=") == 3);
+  CHECK(occurrences(dom, "class=\"heatmap\"") == 3 * 2);
   for (int v = 0; v < 3; ++v) {
     for (int k = 0; k < 2; ++k) {
-      CHECK(count(dom, "data-variant=\"v" + std::to_string(v) + "\" data-sentence=\"" + std::to_string(k) + "\"") == 1);
+      CHECK(occurrences(dom, "data-variant=\"v" + std::to_string(v) + "\" data-sentence=\"" + std::to_string(k) + "\"") == 1);
     }
   }
   // the script ran: rows sorted by BLEU, highest first
@@ -360,8 +353,8 @@ TEST_CASE("compare report in a real browser: table, sorting, seeds, one heatmap 
   CHECK(v1 < v2);
   CHECK(v2 < v0);
   CHECK_THAT(dom, Contains("data-order=\"desc\""));
-  CHECK(count(dom, "seed 2</title></path>") == 4 * 3);  // 4 charts, a line per variant and seed
-  CHECK(count(dom, "class=\"aer-range\"") == 3);
+  CHECK(occurrences(dom, "seed 2</title></path>") == 4 * 3);  // 4 charts, a line per variant and seed
+  CHECK(occurrences(dom, "class=\"aer-range\"") == 3);
   CHECK_THAT(dom, Contains("30.25 \xC2\xB1 1.41"));
 
   shell(browser + " " + flags + " --window-size=1280,1600 --screenshot=" + (dir / "shot.png").string() + " \"" + url +

@@ -21,7 +21,6 @@ using namespace attnmt::test;
 
 namespace {
 
-const std::string kSrc = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
 const std::string kTgt = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.en";
 
 // Trains the tiny config into dir/name (60 updates, a checkpoint every 20, 3 kept).
@@ -42,7 +41,7 @@ std::string translate(const std::string& flags, const fs::path& out) {
   return attnmt::read_file(out.string());
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
@@ -100,8 +99,8 @@ TEST_CASE("ensemble: a model twice is that model, members and weights are checke
                                   " --weights 0.3,0.7 --n-best 2 --beam-size 3 --attention-out " +
                                   (dir / "att.jsonl").string(),
                               dir / "both.txt");
-  CHECK(lines_of(both).size() == 60);
-  CHECK(lines_of(attnmt::read_file((dir / "att.jsonl").string())).size() == 30);
+  CHECK(split_lines(both).size() == 60);
+  CHECK(split_lines(attnmt::read_file((dir / "att.jsonl").string())).size() == 30);
 
   const std::string two = "translate --input " + kSrc + " --model " + m.string() + " --model " + other.string();
   auto r = run(two + " --weights 1");
@@ -123,12 +122,12 @@ TEST_CASE("translate: prefix, length rules, sampling and scores", "[e2e][decodin
   const std::string model = "--model " + m.string();
 
   // A prefix per line (the first word of the reference, none on the second line): outputs start with it.
-  const auto refs = lines_of(attnmt::read_file(kTgt));
+  const auto refs = split_lines(attnmt::read_file(kTgt));
   std::string prefixes;
   for (size_t i = 0; i < refs.size(); ++i) prefixes += (i == 1 ? "" : refs[i].substr(0, refs[i].find(' '))) + "\n";
   write(dir / "prefix.txt", prefixes);
-  const auto with_prefix = lines_of(translate(model + " --prefix " + (dir / "prefix.txt").string(), dir / "p.txt"));
-  const auto without = lines_of(translate(model, dir / "plain.txt"));
+  const auto with_prefix = split_lines(translate(model + " --prefix " + (dir / "prefix.txt").string(), dir / "p.txt"));
+  const auto without = split_lines(translate(model, dir / "plain.txt"));
   REQUIRE(with_prefix.size() == refs.size());
   for (size_t i = 0; i < refs.size(); ++i) {
     INFO(i << ": " << with_prefix[i]);
@@ -142,7 +141,7 @@ TEST_CASE("translate: prefix, length rules, sampling and scores", "[e2e][decodin
 
   // min/max length: every output has 12 to 14 target tokens (eos not counted).
   translate(model + " --min-length 12 --max-length 14 --attention-out " + (dir / "len.jsonl").string(), dir / "len.txt");
-  for (const auto& line : lines_of(attnmt::read_file((dir / "len.jsonl").string()))) {
+  for (const auto& line : split_lines(attnmt::read_file((dir / "len.jsonl").string()))) {
     const auto j = nlohmann::json::parse(line);
     auto tokens = j["tgt"].size();
     if (j["tgt"].back() == "</s>") --tokens;
@@ -155,7 +154,7 @@ TEST_CASE("translate: prefix, length rules, sampling and scores", "[e2e][decodin
   // (LibTorch's own products do, on a GPU too).
   const std::string sample = model + " --sampling true --n-best 3 --top-k 20 --temperature 0.8 --seed 5";
   const auto s1 = translate(sample, dir / "s1.txt");
-  const auto batched = lines_of(s1), one_by_one = lines_of(translate(sample + " --batch-size 1", dir / "s2.txt"));
+  const auto batched = split_lines(s1), one_by_one = split_lines(translate(sample + " --batch-size 1", dir / "s2.txt"));
   REQUIRE(batched.size() == 90);
   REQUIRE(one_by_one.size() == 90);
   for (size_t i = 0; i < 90; ++i) {
@@ -170,7 +169,7 @@ TEST_CASE("translate: prefix, length rules, sampling and scores", "[e2e][decodin
 
   // Scores: one per output; with length penalty 0 the score is the log-probability.
   translate(model + " --length-penalty 0 --n-best 2 --scores " + (dir / "scores.tsv").string(), dir / "n.txt");
-  const auto scores = lines_of(attnmt::read_file((dir / "scores.tsv").string()));
+  const auto scores = split_lines(attnmt::read_file((dir / "scores.tsv").string()));
   REQUIRE(scores.size() == 60);
   for (const auto& line : scores) {
     std::istringstream in(line);
@@ -222,7 +221,7 @@ TEST_CASE("translate: every output holds its constraints, lines without any deco
   const auto m = train_tiny(dir, "m");
   const std::string model = "--model " + m.string() + " --beam-size 4";
   // Line i's constraints: two words of its reference (tab-separated); none on line 1.
-  const auto refs = lines_of(attnmt::read_file(kTgt));
+  const auto refs = split_lines(attnmt::read_file(kTgt));
   std::vector<std::pair<std::string, std::string>> phrases;
   std::string file;
   for (size_t i = 0; i < refs.size(); ++i) {
@@ -232,8 +231,8 @@ TEST_CASE("translate: every output holds its constraints, lines without any deco
     file += i == 1 ? "\n" : phrases.back().first + "\t" + phrases.back().second + "\n";
   }
   write(dir / "constraints.txt", file);
-  const auto constrained = lines_of(translate(model + " --constraints " + (dir / "constraints.txt").string(), dir / "c.txt"));
-  const auto plain = lines_of(translate(model, dir / "plain.txt"));
+  const auto constrained = split_lines(translate(model + " --constraints " + (dir / "constraints.txt").string(), dir / "c.txt"));
+  const auto plain = split_lines(translate(model, dir / "plain.txt"));
   REQUIRE(constrained.size() == refs.size());
   for (size_t i = 0; i < refs.size(); ++i) {
     INFO(i << ": " << constrained[i] << " | " << phrases[i].first << " / " << phrases[i].second);
@@ -271,8 +270,8 @@ TEST_CASE("translate --mbr: the beam's hypotheses reordered by expected BLEU, ba
   const std::string model = "--model " + m.string() + " --beam-size 4";
   // The beam's four hypotheses with their log-probabilities ("i ||| text ||| score" and
   // "i<TAB>log P<TAB>score", line for line).
-  const auto beam = lines_of(translate(model + " --n-best 4 --scores " + (dir / "beam.tsv").string(), dir / "beam.txt"));
-  const auto beam_scores = lines_of(attnmt::read_file((dir / "beam.tsv").string()));
+  const auto beam = split_lines(translate(model + " --n-best 4 --scores " + (dir / "beam.tsv").string(), dir / "beam.txt"));
+  const auto beam_scores = split_lines(attnmt::read_file((dir / "beam.tsv").string()));
   REQUIRE(beam.size() == 120);
   REQUIRE(beam_scores.size() == 120);
   struct Hyp {
@@ -291,9 +290,9 @@ TEST_CASE("translate --mbr: the beam's hypotheses reordered by expected BLEU, ba
     lists.at(line).push_back({beam[k].substr(a + 5, b - a - 5), log_prob});
   }
   // MBR's order and scores, computed here from the beam: E(h) = sum_j P_j BLEU(h, y_j) / sum_j P_j.
-  const auto mbr = lines_of(translate(model + " --mbr bleu --n-best 4 --scores " + (dir / "mbr.tsv").string(), dir / "mbr.txt"));
-  const auto mbr_scores = lines_of(attnmt::read_file((dir / "mbr.tsv").string()));
-  const auto one_best = lines_of(translate(model + " --mbr bleu", dir / "mbr1.txt"));
+  const auto mbr = split_lines(translate(model + " --mbr bleu --n-best 4 --scores " + (dir / "mbr.tsv").string(), dir / "mbr.txt"));
+  const auto mbr_scores = split_lines(attnmt::read_file((dir / "mbr.tsv").string()));
+  const auto one_best = split_lines(translate(model + " --mbr bleu", dir / "mbr1.txt"));
   REQUIRE(mbr.size() == 120);
   REQUIRE(one_best.size() == 30);
   for (size_t line = 0; line < 30; ++line) {
@@ -333,8 +332,8 @@ TEST_CASE("translate --mbr: the beam's hypotheses reordered by expected BLEU, ba
   }
 
   // chrF and samples run; bad settings are refused with the key.
-  CHECK(lines_of(translate(model + " --mbr chrf", dir / "chrf.txt")).size() == 30);
-  CHECK(lines_of(translate("--model " + m.string() + " --sampling true --mbr chrf --mbr-candidates 6 --n-best 2",
+  CHECK(split_lines(translate(model + " --mbr chrf", dir / "chrf.txt")).size() == 30);
+  CHECK(split_lines(translate("--model " + m.string() + " --sampling true --mbr chrf --mbr-candidates 6 --n-best 2",
                            dir / "s.txt")).size() == 60);
   for (const std::string bad : {"--mbr ter", "--mbr bleu --mbr-candidates 5", "--mbr bleu --mbr-candidates -1",
                                 "--mbr bleu --mbr-candidates 2 --n-best 3", "--sampling true --mbr bleu"}) {

@@ -17,7 +17,7 @@ using namespace attnmt::test;
 namespace {
 
 // Trains the tiny config with another attention for 20 updates into dir/model.
-void train_tiny(const fs::path& dir, const std::string& attention) {
+void train_with_attention(const fs::path& dir, const std::string& attention) {
   auto config = tiny_config(dir / "model", 20);
   config.replace(config.find("type: luong_general"), 19, "type: " + attention);
   write(dir / "config.yaml", config);
@@ -216,7 +216,7 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
 
 TEST_CASE("translate --hard-decode switches monotonic attention between hard and expected alignment", "[e2e]") {
   auto dir = temp_dir("hard_decode");
-  train_tiny(dir, "monotonic");
+  train_with_attention(dir, "monotonic");
   const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
   // Hard: every attention entry is 0 or 1. Expected alignment: some entry lies strictly between.
   for (const bool hard : {true, false}) {
@@ -240,7 +240,7 @@ TEST_CASE("translate --hard-decode switches monotonic attention between hard and
 
 TEST_CASE("translate --streaming: chunkwise attention decodes a stream and reports its lagging", "[e2e][streaming]") {
   auto dir = temp_dir("streaming");
-  train_tiny(dir, "chunkwise");
+  train_with_attention(dir, "chunkwise");
   const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
   const auto model = " --model " + (dir / "model").string() + " --input " + src;
   auto greedy = run("translate" + model + " --beam-size 1 --output " + (dir / "greedy.en").string());

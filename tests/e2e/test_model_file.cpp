@@ -14,10 +14,9 @@ using namespace attnmt::test;
 
 namespace {
 
-const std::string kSrc = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
 
 // Translates tiny.de with `model` (a file or a dir); returns the output, fails the test on an error.
-std::string translate(const std::string& model, const fs::path& out, const std::string& flags = "") {
+std::string translate_model(const std::string& model, const fs::path& out, const std::string& flags = "") {
   auto r = run("translate --model " + model + " --input " + kSrc + " --output " + out.string() + " --threads 1 " + flags);
   INFO(r.output);
   REQUIRE(r.status == 0);
@@ -34,18 +33,18 @@ TEST_CASE("a model is one file: best.pt copied alone translates as its save dir 
   INFO(train.output);
   REQUIRE(train.status == 0);
 
-  const auto in_dir = translate((dir / "model").string(), dir / "a.en");
+  const auto in_dir = translate_model((dir / "model").string(), dir / "a.en");
   REQUIRE(!in_dir.empty());
   fs::create_directories(dir / "alone");
   fs::copy_file(dir / "model" / "best.pt", dir / "alone" / "my_model.pt");
-  CHECK(translate((dir / "alone" / "my_model.pt").string(), dir / "b.en") == in_dir);
+  CHECK(translate_model((dir / "alone" / "my_model.pt").string(), dir / "b.en") == in_dir);
   // A directory holding only the file: its best.pt.
   fs::create_directories(dir / "only");
   fs::copy_file(dir / "model" / "best.pt", dir / "only" / "best.pt");
-  CHECK(translate((dir / "only").string(), dir / "c.en") == in_dir);
+  CHECK(translate_model((dir / "only").string(), dir / "c.en") == in_dir);
   // Without the shortlist, and greedy: the same model, other settings.
-  CHECK(translate((dir / "alone" / "my_model.pt").string(), dir / "d.en", "--shortlist false --beam-size 1") ==
-        translate((dir / "model").string(), dir / "e.en", "--shortlist false --beam-size 1"));
+  CHECK(translate_model((dir / "alone" / "my_model.pt").string(), dir / "d.en", "--shortlist false --beam-size 1") ==
+        translate_model((dir / "model").string(), dir / "e.en", "--shortlist false --beam-size 1"));
 
   // The other commands that read a model take the file too.
   auto plot = run("plot --model " + (dir / "alone" / "my_model.pt").string() + " --src 'Zwei Männer' --output " +
@@ -83,11 +82,11 @@ TEST_CASE("a format-1 checkpoint still loads, with its tokenizer from its direct
   const auto expected_beam = attnmt::read_file(std::string(ATTNMT_TEST_DATA_DIR) + "/model_v1/tiny.beam3.en");
   const auto expected_greedy = attnmt::read_file(std::string(ATTNMT_TEST_DATA_DIR) + "/model_v1/tiny.greedy.en");
   // The translations of the attnmt that wrote it, byte for byte.
-  CHECK(translate((dir / "model").string(), dir / "beam.en") == expected_beam);
-  CHECK(translate((dir / "model" / "best.pt").string(), dir / "greedy.en", "--beam-size 1") == expected_greedy);
+  CHECK(translate_model((dir / "model").string(), dir / "beam.en") == expected_beam);
+  CHECK(translate_model((dir / "model" / "best.pt").string(), dir / "greedy.en", "--beam-size 1") == expected_greedy);
   // Without config.yaml beside it (the model is built from the checkpoint's own config).
   fs::remove(dir / "model" / "config.yaml");
-  CHECK(translate((dir / "model" / "best.pt").string(), dir / "beam2.en") == expected_beam);
+  CHECK(translate_model((dir / "model" / "best.pt").string(), dir / "beam2.en") == expected_beam);
   // Copied alone, a format-1 file has no tokenizer: the error says where it looked.
   fs::create_directories(dir / "alone");
   fs::copy_file(dir / "model" / "best.pt", dir / "alone" / "best.pt");

@@ -31,7 +31,6 @@ using json = nlohmann::json;
 #ifdef ATTNMT_TEST_HTTP
 namespace {
 
-const std::string kData = ATTNMT_TEST_DATA_DIR;
 
 // A server started in the background: its port once it listens, its exit status once it ends.
 struct Server {

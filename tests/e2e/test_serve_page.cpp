@@ -31,7 +31,6 @@ using json = nlohmann::json;
 #ifdef ATTNMT_TEST_HTTP
 namespace {
 
-const std::string kData = ATTNMT_TEST_DATA_DIR;
 
 // `attnmt serve --port 0 ARGS` in the background; its port once it listens; killed at the end.
 struct PageServer {
@@ -59,7 +58,7 @@ struct PageServer {
   std::string pid;
 };
 
-json post(int port, const std::string& path, const json& body, int* status = nullptr) {
+json post_json(int port, const std::string& path, const json& body, int* status = nullptr) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(120, 0);
   auto r = client.Post(path.c_str(), body.dump(), "application/json");
@@ -96,12 +95,6 @@ std::string as_html_text(const std::string& text) {
       out += c;
   }
   return out;
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 // The text of the first <span class="hyp-text"> after `from`.
@@ -207,7 +200,7 @@ TEST_CASE("serve page in a real browser: translation, heatmap, compare, streamin
     const std::string text = "?text=" + url_encode(line);
 
     {  // translate view: the translation, and a heatmap cell per source x target subword with the API's weight
-      const auto api = post(server.port, "/v1/translate",
+      const auto api = post_json(server.port, "/v1/translate",
                             {{"model", "gen"}, {"text", {line}}, {"beam_size", 3}, {"n_best", 1}, {"attention", true}});
       const auto& best = api["translations"][0][0];
       REQUIRE(best["text"] == want);
@@ -240,25 +233,25 @@ TEST_CASE("serve page in a real browser: translation, heatmap, compare, streamin
       for (const auto& piece : attention["src"]) CHECK_THAT(dom, Contains(">" + as_html_text(piece) + "</th>"));
       size_t links = 0;
       for (const auto& link : attention["links"]) {
-        links += count(dom, "data-src=\"" + std::to_string(link[0].get<int>()) + "\" data-tgt=\"" +
+        links += occurrences(dom, "data-src=\"" + std::to_string(link[0].get<int>()) + "\" data-tgt=\"" +
                                 std::to_string(link[1].get<int>()) + "\"");
       }
       CHECK(links == attention["links"].size());
-      CHECK(count(dom, "<li data-src=") == attention["links"].size());
+      CHECK(occurrences(dom, "<li data-src=") == attention["links"].size());
       CHECK(attention["links"].size() == attention["tgt_words"].size());  // one link per target word (argmax)
     }
 
     {  // compare view: both models side by side, with the server's BLEU and chrF against the reference
       std::map<std::string, std::string> best;
       for (const char* name : {"gen", "mono"}) {
-        best[name] = post(server.port, "/v1/translate",
+        best[name] = post_json(server.port, "/v1/translate",
                           {{"model", name}, {"text", {line}}, {"beam_size", 3}})["translations"][0][0]["text"];
       }
       const auto dom = browser.dom(text + "&compare=gen,mono&ref=" + url_encode(reference));
       INFO(dom.substr(0, 3000));
       REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
       CHECK(message(dom).empty());
-      CHECK(count(dom, "class=\"heatmap\"") == 2);
+      CHECK(occurrences(dom, "class=\"heatmap\"") == 2);
       for (const char* name : {"gen", "mono"}) {
         const auto at = dom.find("<div class=\"column\" data-model=\"" + std::string(name) + "\">");
         REQUIRE(at != std::string::npos);
@@ -292,12 +285,12 @@ TEST_CASE("serve page in a real browser: translation, heatmap, compare, streamin
       REQUIRE(std::regex_search(dom, m, lagging));
       CHECK(std::stod(m[1]) == Approx(want_lagging).margin(5e-5));
       // what it wrote is what translate --streaming wrote
-      const auto api = post(server.port, "/v1/stream", {{"model", "mono"}, {"text", {line}}});
+      const auto api = post_json(server.port, "/v1/stream", {{"model", "mono"}, {"text", {line}}});
       CHECK(api["streams"][0]["text"] == attnmt::read_lines((dir / "stream.txt").string()).at(0));
       CHECK(api["streams"][0]["delays"].get<std::vector<int> >() == want_delays);
       // a model that cannot stream: the server refuses, the page says why
       int status = 0;
-      const auto refused = post(server.port, "/v1/stream", {{"model", "gen"}, {"text", {line}}}, &status);
+      const auto refused = post_json(server.port, "/v1/stream", {{"model", "gen"}, {"text", {line}}}, &status);
       CHECK(status == 400);
       CHECK_THAT(refused["error"].get<std::string>(), Contains("cannot stream"));
       const auto note = browser.dom(text + "&model=gen&view=stream");
@@ -313,9 +306,9 @@ TEST_CASE("serve page in a real browser: translation, heatmap, compare, streamin
         const auto dom = browser.dom("?text=" + url_encode(attack) + view);
         REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
         CHECK_THAT(dom, Contains("<title>attnmt</title>"));
-        CHECK(count(dom, "<pwned") == 0);
-        CHECK(count(dom, "<img src=\"x\"") == 0);  // an element would be serialized with quotes
-        CHECK(count(dom, "<b>bold") == 0);
+        CHECK(occurrences(dom, "<pwned") == 0);
+        CHECK(occurrences(dom, "<img src=\"x\"") == 0);  // an element would be serialized with quotes
+        CHECK(occurrences(dom, "<b>bold") == 0);
         CHECK(message(dom).empty());
       }
       const auto dom = browser.dom("?text=" + url_encode(attack) + "&model=gen");
@@ -343,7 +336,7 @@ TEST_CASE("serve page in a real browser: translation, heatmap, compare, streamin
     CHECK_THAT(dom, Contains("data-ready=\"true\""));
     CHECK_THAT(message(dom), Contains("error: 401: "));
     CHECK_THAT(message(dom), Contains("enter the server's API key"));
-    CHECK(count(dom, "class=\"hyp") == 0);
+    CHECK(occurrences(dom, "class=\"hyp") == 0);
   }
   fs::remove_all(dir);
 #endif
