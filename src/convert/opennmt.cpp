@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 struct Weights {
   std::map<std::string, torch::Tensor> tensors;  // OpenNMT-py's names
@@ -59,7 +59,7 @@ void refuse(const std::string& where, const std::string& what) { throw InputErro
 ToolkitModel read_opennmt(const ConvertOptions& options) {
   auto ckpt = read_opennmt_checkpoint(options.source);
   const auto& opt = ckpt.opt;
-  const std::string where = quoted(options.source);
+  const std::string where = in_quotes(options.source);
   ToolkitModel m;
   m.toolkit = ckpt.version;
 

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "runtime/fast_exp.h"
+#include "decoding/neg_inf.h"
 
 namespace attnmt {
 
@@ -14,8 +15,6 @@ namespace {
 
 constexpr int64_t kLanes = 16;  // independent maxima and sums: the loops vectorise
 constexpr int64_t kBlock = 64;  // logits compared at once against the C-th best candidate
-constexpr float kNegInfF = -std::numeric_limits<float>::infinity();
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 bool fast_path(const torch::Tensor& logits) {
   return logits.device().is_cpu() && logits.scalar_type() == torch::kFloat && logits.dim() == 2;

@@ -9,12 +9,12 @@
 #include "decoding/beams.h"
 #include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
+#include "decoding/neg_inf.h"
 
 namespace attnmt {
 
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 int total_tokens(const Phrases& phrases) {
   int n = 0;
@@ -22,7 +22,7 @@ int total_tokens(const Phrases& phrases) {
   return n;
 }
 
-struct Candidate {
+struct PhraseCandidate {
   double log_prob;
   int64_t row;    // the row it extends
   int64_t token;
@@ -31,12 +31,12 @@ struct Candidate {
 
 // Dynamic beam allocation: at most `beam` candidates, shared among banks 0..banks-1 by the
 // candidates' progress (Post & Vilar, 2018, section 3.2). `candidates` are sorted, likeliest first.
-std::vector<const Candidate*> allocate(const std::vector<Candidate>& candidates, int64_t beam, int64_t banks) {
-  std::vector<std::vector<const Candidate*>> bank(static_cast<size_t>(banks));
+std::vector<const PhraseCandidate*> allocate(const std::vector<PhraseCandidate>& candidates, int64_t beam, int64_t banks) {
+  std::vector<std::vector<const PhraseCandidate*>> bank(static_cast<size_t>(banks));
   for (const auto& c : candidates) bank[static_cast<size_t>(std::min<int64_t>(c.state.met_tokens(), banks - 1))].push_back(&c);
   const auto sizes = bank_sizes(beam, banks);
   std::vector<size_t> taken(bank.size(), 0);
-  std::vector<const Candidate*> chosen;
+  std::vector<const PhraseCandidate*> chosen;
   for (size_t k = 0; k < bank.size(); ++k) {
     taken[k] = std::min(bank[k].size(), static_cast<size_t>(sizes[k]));
     chosen.insert(chosen.end(), bank[k].begin(), bank[k].begin() + static_cast<std::ptrdiff_t>(taken[k]));
@@ -52,7 +52,7 @@ std::vector<const Candidate*> allocate(const std::vector<Candidate>& candidates,
     }
   }
   std::stable_sort(chosen.begin(), chosen.end(),
-                   [](const Candidate* x, const Candidate* y) { return x->log_prob > y->log_prob; });
+                   [](const PhraseCandidate* x, const PhraseCandidate* y) { return x->log_prob > y->log_prob; });
   return chosen;
 }
 
@@ -166,7 +166,7 @@ std::vector<std::vector<Hypothesis>> constrained_beam_search(StepModel& model, c
     top_ids = top_ids.contiguous();
     const auto row_best = std::get<1>(lp.max(1)).contiguous();
     attention.add_step(r.attention);
-    auto finish = [&](int64_t b, const Candidate& c, std::optional<int64_t> last_token) {
+    auto finish = [&](int64_t b, const PhraseCandidate& c, std::optional<int64_t> last_token) {
       Hypothesis h = beams.finish(c.row, c.log_prob, last_token, attention.row(c.row, b));
       h.score = attention.score(h, c.row, b);
       h.constraints_met = c.state.all_met();
@@ -181,7 +181,7 @@ std::vector<std::vector<Hypothesis>> constrained_beam_search(StepModel& model, c
       const int64_t b = active[a];
       const Phrases& phrases = phrases_of(b);
       const bool at_max = t + 1 >= max_target_length(src_len[b], options);
-      std::vector<Candidate> candidates;
+      std::vector<PhraseCandidate> candidates;
       std::set<std::pair<int64_t, int64_t>> seen;
       auto add = [&](int64_t row, int64_t token) {
         if (token < 0 || token >= V) return;
@@ -201,9 +201,9 @@ std::vector<std::vector<Hypothesis>> constrained_beam_search(StepModel& model, c
         for (int64_t token : progress[static_cast<size_t>(row)].progress_tokens(phrases)) add(row, token);
       }
       std::stable_sort(candidates.begin(), candidates.end(),
-                       [](const Candidate& x, const Candidate& y) { return x.log_prob > y.log_prob; });
-      std::vector<const Candidate*> live;
-      for (const Candidate* c : allocate(candidates, K, total_tokens(phrases) + 1)) {
+                       [](const PhraseCandidate& x, const PhraseCandidate& y) { return x.log_prob > y.log_prob; });
+      std::vector<const PhraseCandidate*> live;
+      for (const PhraseCandidate* c : allocate(candidates, K, total_tokens(phrases) + 1)) {
         if (c->token == eos) {
           finish(b, *c, std::nullopt);
         } else if (at_max) {
@@ -216,7 +216,7 @@ std::vector<std::vector<Hypothesis>> constrained_beam_search(StepModel& model, c
       next_active.push_back(b);
       for (int64_t k = 0; k < K; ++k) {
         if (k < static_cast<int64_t>(live.size())) {
-          const Candidate& c = *live[static_cast<size_t>(k)];
+          const PhraseCandidate& c = *live[static_cast<size_t>(k)];
           next_rows.push_back(c.row);
           next_tokens.push_back(c.token);
           next_scores.push_back(c.log_prob);

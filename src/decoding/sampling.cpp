@@ -13,12 +13,12 @@
 #include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
 #include "util/seed_mix.h"
+#include "decoding/neg_inf.h"
 
 namespace attnmt {
 
 namespace {
 
-constexpr float kNegInfF = -std::numeric_limits<float>::infinity();
 
 // A uniform double in [0, 1) from 53 random bits (the same on every platform, unlike
 // std::uniform_real_distribution's).

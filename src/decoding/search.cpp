@@ -11,12 +11,12 @@
 #include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
 #include "decoding/toolkit_search.h"
+#include "decoding/neg_inf.h"
 
 namespace attnmt {
 
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 }  // namespace
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "decoding/neg_inf.h"
+
 namespace attnmt {
 
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The column of `token` (-1 when the step's vocabulary has no such column).
 int64_t column_of(int64_t token, int64_t V, const int64_t* vocabulary) {
@@ -47,17 +47,17 @@ void TokenRules::apply_row(torch::Tensor& log_probs, int64_t row, int64_t t, con
   float* p = log_probs.data_ptr<float>() + row * V;
   if (prefix) {  // only the prefix's next token (a forced token is never barred)
     const int64_t keep = column_of((*prefix)[static_cast<size_t>(t)], V, vocabulary);
-    const float kept = keep >= 0 ? p[keep] : kNegInf;
-    std::fill(p, p + V, kNegInf);
+    const float kept = keep >= 0 ? p[keep] : kNegInfF;
+    std::fill(p, p + V, kNegInfF);
     if (keep >= 0) p[keep] = kept;
     return;
   }
   if (t < min_length_) {
-    if (const int64_t c = column_of(eos_, V, vocabulary); c >= 0) p[c] = kNegInf;
+    if (const int64_t c = column_of(eos_, V, vocabulary); c >= 0) p[c] = kNegInfF;
   }
   if (ngram_ > 0) {
     for (int64_t token : repeating_tokens(history, ngram_)) {
-      if (const int64_t c = column_of(token, V, vocabulary); c >= 0) p[c] = kNegInf;
+      if (const int64_t c = column_of(token, V, vocabulary); c >= 0) p[c] = kNegInfF;
     }
   }
 }
