@@ -108,6 +108,16 @@ void check_streaming(const std::vector<LoadedModel>& members, const std::vector<
   }
 }
 
+// The translations to --output, or to stdout ("" or "-").
+void write_output(const std::string& output, const std::string& text) {
+  if (output.empty() || output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  } else {
+    write_file_atomic(output, text);
+  }
+}
+
 // Streaming decoding (decoding/streaming.h): the translations, the delays file and the latency.
 void translate_streaming(StepModel& model, const LoadedModel& loaded, const std::vector<std::string>& lines,
                          const TranslateOptions& options, int lookahead, const std::string& output,
@@ -140,12 +150,7 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
   spdlog::info("[decode] streaming, lookahead {}: {} sentences, average lagging {:.2f} source subwords "
                "(full-sentence decoding waits for all {:.2f}), {:.1f} s",
                lookahead, sentences, mean_lagging, mean_source, seconds);
-  if (output.empty() || output == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  } else {
-    write_file_atomic(output, text);
-  }
+  write_output(output, text);
   if (!delays_file.empty()) write_file_atomic(delays_file, delays);
   if (!stats_file.empty()) {
     const nlohmann::json j = {{"sentences", sentences},      {"target_tokens", target_tokens},
@@ -179,17 +184,110 @@ void log_phases(double seconds) {
   spdlog::info("[translate] phases of {:.3f} s: {}", seconds, line);
 }
 
+struct TranslateArgs {
+  std::vector<std::string> models;
+  std::vector<double> weights;
+  std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores, delays;
+  bool streaming = false, profile = false;
+  int lookahead = 0;
+};
+
+// --model (several: an ensemble, checked against --weights and for one vocabulary), each with the
+// decode settings applied.
+std::vector<LoadedModel> load_members(const TranslateArgs& o, const std::vector<std::string>& settings) {
+  if (o.models.size() > 1 && !o.checkpoint.empty()) throw InputError("--checkpoint: one --model only");
+  if (!o.weights.empty() && o.weights.size() != o.models.size()) {
+    throw InputError("--weights: " + std::to_string(o.weights.size()) + " weight(s) for " +
+                     std::to_string(o.models.size()) + " model(s)");
+  }
+  for (double w : o.weights) {
+    if (!(w > 0) || !std::isfinite(w)) throw InputError("--weights: " + std::to_string(w) + " is not a weight > 0");
+  }
+  std::vector<LoadedModel> members;
+  for (const auto& m : o.models) members.push_back(load_model(m, o.checkpoint, "", settings));
+  for (size_t i = 1; i < members.size(); ++i) check_same_vocabulary(members.front(), members[i]);
+  return members;
+}
+
+// --stats: what was translated in how long, and how.
+void write_stats(const TranslateArgs& o, const std::vector<std::vector<Translation>>& results, double seconds,
+                 const TranslateOptions& options, Seq2SeqStepModel& first, StepModel& step_model, size_t models,
+                 bool shortlist) {
+  auto j = translation_stats(results, seconds);
+  j.update({{"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
+            {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
+            {"malloc", malloc_description()}, {"packed_weights", first.packed()},
+            {"precision", first.precision()}, {"models", models},
+            {"device", step_model.device().str()},
+            {"gemm", gemm_description(step_model.device().is_cpu())}, {"shortlist", shortlist},
+            {"shortlist_mean_size", first.mean_shortlist_size()}});
+  if (o.profile) j["phases"] = phases_json(seconds);
+  write_file_atomic(o.stats, j.dump() + "\n");
+}
+
+void run_translate(const TranslateArgs& o, const std::vector<std::string>& settings) {
+  share_one_malloc_arena();  // both before the model is loaded and the workers start
+  install_huge_page_advice();
+  auto members = load_members(o, settings);
+  const auto& loaded = members.front();
+  const auto& config = loaded.config;
+  const auto& dc = config.decode;
+  configure_compute(config.threads, config.gemm);
+  TranslateOptions options = translate_options(dc);
+  options.search.return_attention = !o.attention_out.empty();
+  options.progress_label = "[translate]";
+  if (!o.streaming && (o.lookahead != 0 || !o.delays.empty())) {
+    throw InputError(std::string(o.lookahead != 0 ? "--lookahead" : "--delays") + ": only with --streaming");
+  }
+  if (o.streaming) {
+    check_streaming(members, {o.prefix.empty() ? "" : "--prefix", o.constraints.empty() ? "" : "--constraints",
+                              o.attention_out.empty() ? "" : "--attention-out", o.scores.empty() ? "" : "--scores",
+                              dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : "",
+                              dc.mbr != "none" ? "--mbr" : "",
+                              dc.min_length > 0 ? "--min-length" : "",
+                              dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : "",
+                              dc.search_rules != "attnmt" ? "--search-rules" : ""});
+  }
+  const auto lines = read_lines(o.input.empty() ? "-" : o.input);
+  if (o.streaming) {
+    auto step_model = make_step_model(loaded.model, dc, loaded.lexicon);
+    translate_streaming(*step_model, loaded, lines, options, o.lookahead, o.output, o.delays, o.stats);
+    return;
+  }
+  const auto guides = read_line_guides(o.prefix, o.constraints, lines.size(), dc);
+  std::vector<std::unique_ptr<Seq2SeqStepModel>> step_models;
+  std::vector<StepModel*> pointers;
+  for (auto& m : members) {
+    // Each member decodes with its own shortlist lexicon; the settings are the first model's.
+    step_models.push_back(make_step_model(m.model, dc, m.lexicon));
+    pointers.push_back(step_models.back().get());
+  }
+  std::unique_ptr<EnsembleStepModel> ensemble;
+  if (members.size() > 1) {
+    ensemble = std::make_unique<EnsembleStepModel>(
+        pointers, o.weights.empty() ? std::vector<double>(members.size(), 1.0) : o.weights,
+        loaded.tokenizers.tgt->vocab_size());
+    spdlog::info("[decode] an ensemble of {} models{}", members.size(),
+                 options.search.return_attention ? " (attention output: the first model's, " + loaded.checkpoint + ")" : "");
+  }
+  StepModel& step_model = ensemble ? static_cast<StepModel&>(*ensemble) : *step_models.front();
+  enable_decode_phases(o.profile);
+  const auto start = std::chrono::steady_clock::now();
+  auto results = translate_lines(step_model, loaded.tokenizers, lines, options, guides);
+  warn_unmet_constraints(results);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (o.profile) log_phases(seconds);
+  write_output(o.output, format_translations(results, options.search.n_best));
+  if (options.search.return_attention) write_file_atomic(o.attention_out, format_attention(results));
+  if (!o.scores.empty()) write_file_atomic(o.scores, format_scores(results));
+  if (!o.stats.empty()) write_stats(o, results, seconds, options, *step_models.front(), step_model, members.size(), dc.shortlist);
+}
+
 }  // namespace
 
 void add_translate_command(CLI::App& app, const GlobalOptions& global) {
-  struct Options {
-    std::vector<std::string> models;
-    std::vector<double> weights;
-    std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores, delays;
-    bool streaming = false, profile = false;
-    int lookahead = 0;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<TranslateArgs>();
   auto* cmd = app.add_subcommand("translate", "Translate a text file (raw text in, detokenized text out)");
   cmd->add_option("--model", o->models,
                   "A model file (.pt), or a save dir (its best.pt, else its newest checkpoint); several: an ensemble")
@@ -231,89 +329,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
             {"decode.mbr"}, {"decode.mbr_candidates"}, {"decode.search_rules"}, {"decode.ban_unk"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
-    share_one_malloc_arena();  // both before the model is loaded and the workers start
-    install_huge_page_advice();
-    if (o->models.size() > 1 && !o->checkpoint.empty()) throw InputError("--checkpoint: one --model only");
-    if (!o->weights.empty() && o->weights.size() != o->models.size()) {
-      throw InputError("--weights: " + std::to_string(o->weights.size()) + " weight(s) for " +
-                       std::to_string(o->models.size()) + " model(s)");
-    }
-    for (double w : o->weights) {
-      if (!(w > 0) || !std::isfinite(w)) throw InputError("--weights: " + std::to_string(w) + " is not a weight > 0");
-    }
-    std::vector<LoadedModel> members;
-    for (const auto& m : o->models) members.push_back(load_model(m, o->checkpoint, "", *settings));
-    const auto& loaded = members.front();
-    for (size_t i = 1; i < members.size(); ++i) check_same_vocabulary(loaded, members[i]);
-    const auto& config = loaded.config;
-    const auto& dc = config.decode;
-    configure_compute(config.threads, config.gemm);
-    TranslateOptions options = translate_options(dc);
-    options.search.return_attention = !o->attention_out.empty();
-    options.progress_label = "[translate]";
-    if (!o->streaming && (o->lookahead != 0 || !o->delays.empty())) {
-      throw InputError(std::string(o->lookahead != 0 ? "--lookahead" : "--delays") + ": only with --streaming");
-    }
-    if (o->streaming) {
-      check_streaming(members, {o->prefix.empty() ? "" : "--prefix", o->constraints.empty() ? "" : "--constraints",
-                                o->attention_out.empty() ? "" : "--attention-out", o->scores.empty() ? "" : "--scores",
-                                dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : "",
-                                dc.mbr != "none" ? "--mbr" : "",
-                                dc.min_length > 0 ? "--min-length" : "",
-                                dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : "",
-                                dc.search_rules != "attnmt" ? "--search-rules" : ""});
-    }
-    const auto lines = read_lines(o->input.empty() ? "-" : o->input);
-    if (o->streaming) {
-      auto step_model = make_step_model(loaded.model, dc, loaded.lexicon);
-      translate_streaming(*step_model, loaded, lines, options, o->lookahead, o->output, o->delays, o->stats);
-      return;
-    }
-    const auto guides = read_line_guides(o->prefix, o->constraints, lines.size(), dc);
-    std::vector<std::unique_ptr<Seq2SeqStepModel>> step_models;
-    std::vector<StepModel*> pointers;
-    for (auto& m : members) {
-      // Each member decodes with its own shortlist lexicon; the settings are the first model's.
-      step_models.push_back(make_step_model(m.model, dc, m.lexicon));
-      pointers.push_back(step_models.back().get());
-    }
-    std::unique_ptr<EnsembleStepModel> ensemble;
-    if (members.size() > 1) {
-      ensemble = std::make_unique<EnsembleStepModel>(
-          pointers, o->weights.empty() ? std::vector<double>(members.size(), 1.0) : o->weights,
-          loaded.tokenizers.tgt->vocab_size());
-      spdlog::info("[decode] an ensemble of {} models{}", members.size(),
-                   options.search.return_attention ? " (attention output: the first model's, " + loaded.checkpoint + ")" : "");
-    }
-    StepModel& step_model = ensemble ? static_cast<StepModel&>(*ensemble) : *step_models.front();
-    enable_decode_phases(o->profile);
-    const auto start = std::chrono::steady_clock::now();
-    auto results = translate_lines(step_model, loaded.tokenizers, lines, options, guides);
-    warn_unmet_constraints(results);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-    if (o->profile) log_phases(seconds);
-    const auto text = format_translations(results, options.search.n_best);
-    if (o->output.empty() || o->output == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      std::fflush(stdout);
-    } else {
-      write_file_atomic(o->output, text);
-    }
-    if (options.search.return_attention) write_file_atomic(o->attention_out, format_attention(results));
-    if (!o->scores.empty()) write_file_atomic(o->scores, format_scores(results));
-    if (!o->stats.empty()) {
-      auto j = translation_stats(results, seconds);
-      j.update({{"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
-                {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
-                {"malloc", malloc_description()}, {"packed_weights", step_models.front()->packed()},
-                {"precision", step_models.front()->precision()}, {"models", members.size()},
-                {"device", step_model.device().str()},
-                {"gemm", gemm_description(step_model.device().is_cpu())}, {"shortlist", dc.shortlist},
-                {"shortlist_mean_size", step_models.front()->mean_shortlist_size()}});
-      if (o->profile) j["phases"] = phases_json(seconds);
-      write_file_atomic(o->stats, j.dump() + "\n");
-    }
+    run_translate(*o, *settings);
   });
 }
 
