@@ -396,9 +396,12 @@ void check_decode_settings(const std::vector<std::string>& settings) {
     // loader's to refuse (it suggests the closest one).
     bool section = false, whole_section = true;
     for (const KeyInfo& info : config_key_table()) {
-      if (info.key.rfind(key + ".", 0) == 0) section = true, whole_section = whole_section && info.scope >= KeyScope::load;
+      if (info.key.rfind(key + ".", 0) != 0) continue;
+      section = true;
+      whole_section = whole_section && info.scope >= KeyScope::load;
     }
-    if (may_change(key, KeyScope::load) || (section && whole_section) || (!section && !find_key_info(key))) continue;
+    const bool unknown = !section && !find_key_info(key);
+    if (may_change(key, KeyScope::load) || (section && whole_section) || unknown) continue;
     throw InputError("--set " + s + ": a trained model takes only " + describe_keys(keys_that_may_change(KeyScope::load)));
   }
 }
