@@ -851,9 +851,18 @@ const KeyInfo* find_key_info(std::string_view key) {
 }
 
 bool may_change(std::string_view key, KeyScope at) {
-  const KeyInfo* info = find_key_info(key);
-  return info && info->scope >= at;
+  bool any = false;
+  for (const Field& f : kFields) {
+    const std::string_view k = f.key;
+    const bool under = k == key || (k.size() > key.size() && k.compare(0, key.size(), key) == 0 && k[key.size()] == '.');
+    if (!under) continue;
+    if (f.scope < at) return false;
+    any = true;
+  }
+  return any;
 }
+
+bool is_key_or_section(std::string_view key) { return find_field(key) || is_section(key); }
 
 std::vector<std::string> keys_that_may_change(KeyScope at) {
   std::vector<std::string> out;

@@ -73,8 +73,10 @@ struct KeyInfo {
 const std::vector<KeyInfo>& config_key_table();
 const KeyInfo* find_key_info(std::string_view key);  // nullptr: no such key
 
-// Whether `key` may change at `at` (false for an unknown key).
+// Whether `key` may change at `at`: a key's scope, or for a section (`decode` in
+// --set 'decode={beam_size: 3}') every key in it. False for an unknown name.
 bool may_change(std::string_view key, KeyScope at);
+bool is_key_or_section(std::string_view key);
 std::vector<std::string> keys_that_may_change(KeyScope at);
 
 // Keys for a message: a section whose every key is listed as "section.*", first; then the rest,

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/fast_exp.h"
 #include "decoding/neg_inf.h"
+#include "runtime/fast_exp.h"
 
 namespace attnmt {
 

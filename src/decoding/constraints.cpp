@@ -7,14 +7,13 @@
 #include <set>
 
 #include "decoding/beams.h"
+#include "decoding/neg_inf.h"
 #include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
-#include "decoding/neg_inf.h"
 
 namespace attnmt {
 
 namespace {
-
 
 int total_tokens(const Phrases& phrases) {
   int n = 0;

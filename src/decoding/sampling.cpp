@@ -9,16 +9,15 @@
 #include <limits>
 #include <random>
 
+#include "decoding/neg_inf.h"
 #include "decoding/search.h"
 #include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
 #include "util/seed_mix.h"
-#include "decoding/neg_inf.h"
 
 namespace attnmt {
 
 namespace {
-
 
 // A uniform double in [0, 1) from 53 random bits (the same on every platform, unlike
 // std::uniform_real_distribution's).

@@ -8,17 +8,12 @@
 #include "decoding/beams.h"
 #include "decoding/candidates.h"
 #include "decoding/constraints.h"
+#include "decoding/neg_inf.h"
 #include "decoding/search_parts.h"
 #include "decoding/token_rules.h"
 #include "decoding/toolkit_search.h"
-#include "decoding/neg_inf.h"
 
 namespace attnmt {
-
-namespace {
-
-
-}  // namespace
 
 // search() for a batch with constraints: its sentences that have some by constrained_beam_search,
 // the others by search() as if no sentence had any.

@@ -392,16 +392,8 @@ bool same_vocab(const VocabSizes& a, const VocabSizes& b) {
 void check_decode_settings(const std::vector<std::string>& settings) {
   for (const auto& s : settings) {
     const auto key = s.substr(0, s.find('='));
-    // A section (decode={beam_size: 3}) when every key in it may change; an unknown key is the config
-    // loader's to refuse (it suggests the closest one).
-    bool section = false, whole_section = true;
-    for (const KeyInfo& info : config_key_table()) {
-      if (info.key.rfind(key + ".", 0) != 0) continue;
-      section = true;
-      whole_section = whole_section && info.scope >= KeyScope::load;
-    }
-    const bool unknown = !section && !find_key_info(key);
-    if (may_change(key, KeyScope::load) || (section && whole_section) || unknown) continue;
+    // An unknown key is the config loader's to refuse (it suggests the closest one).
+    if (may_change(key, KeyScope::load) || !is_key_or_section(key)) continue;
     throw InputError("--set " + s + ": a trained model takes only " + describe_keys(keys_that_may_change(KeyScope::load)));
   }
 }

@@ -19,7 +19,6 @@
 #include "data/bpe_dropout.h"
 #include "data/corpus.h"
 #include "data/lexicon.h"
-#include "data/token_cache.h"
 #include "data/train_data.h"
 #include "attention/registry.h"
 #include "data/tokenizer.h"

@@ -360,6 +360,13 @@ TEST_CASE("config: the key table says when each key may change", "[config]") {
   CHECK_FALSE(attnmt::may_change("decode.precision", KeyScope::call));
   CHECK_FALSE(attnmt::may_change("model.encoder.layers", KeyScope::load));
   CHECK_FALSE(attnmt::may_change("decode.beem_size", KeyScope::load));
+  // A section: when every key in it may.
+  CHECK(attnmt::may_change("decode", KeyScope::load));
+  CHECK_FALSE(attnmt::may_change("decode", KeyScope::call));
+  CHECK_FALSE(attnmt::may_change("model.attention", KeyScope::load));
+  CHECK_FALSE(attnmt::may_change("dec", KeyScope::load));
+  CHECK(attnmt::is_key_or_section("model.attention"));
+  CHECK_FALSE(attnmt::is_key_or_section("model.atention"));
   // Types and defaults come from config.h's members.
   const auto* seed = attnmt::find_key_info("train.seed");
   REQUIRE(seed);
