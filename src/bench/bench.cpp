@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "io/train_log.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
+#include "runtime/int8_gemm.h"
 #include "runtime/packed_linear.h"
 #include "util/cpu_kernels.h"
 #include "util/error.h"
@@ -148,13 +150,15 @@ json gemm_ceiling(const ModelArithmetic& arith, int64_t batch, torch::Dtype dtyp
 }
 
 // Decoding's products: y = x W^T for one step's rows (a batch's sentences x beams), forward only,
-// as decoding runs them (runtime/packed_linear.h: oneDNN's packed fp32, or the int8 kernel).
+// as decoding runs them (runtime/packed_linear.h: oneDNN's packed fp32 or bf16, or an int8 kernel).
 // GFLOP/s (median_gflops).
-double decode_gflops(int64_t m, int64_t k, int64_t n, ProductPrecision precision) {
+double decode_gflops(int64_t m, int64_t k, int64_t n, ProductPrecision precision,
+                     std::optional<Int8Kernel> kernel = std::nullopt) {
   torch::NoGradGuard no_grad;
   const auto x = torch::randn({m, k}), w = torch::randn({n, k}) * 0.1;
   const PackedLinear linear(w, torch::Tensor(), precision);
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  if (kernel) return median_gflops(flops, [&] { linear.int8_with(x, *kernel); });
   return median_gflops(flops, [&] { linear(x); });
 }
 
@@ -176,26 +180,44 @@ DecodeArithmetic decode_arithmetic(const ModelArithmetic& arith, int64_t batch, 
   return d;
 }
 
-// Decoding's ceiling: the step's products (the unbatched ones) at `rows` rows, fp32 and int8,
-// weighted by their FLOPs as gemm_ceiling weights the training shapes.
+// Decoding's ceiling: the step's products (the unbatched ones) at `rows` rows, weighted by their
+// FLOPs as gemm_ceiling weights the training shapes: fp32, bf16 where the CPU has native bf16, and
+// int8 by every kernel this CPU runs ("int8" is the one decoding uses; "int8 <kernel>" each).
 json decode_ceiling(const ModelArithmetic& arith, int64_t rows) {
   json out = {{"rows", rows}, {"shapes", json::array()}};
-  for (const auto& [name, precision] : {std::pair<std::string, ProductPrecision>{"fp32", ProductPrecision::kFp32},
-                                        {"int8", ProductPrecision::kInt8}}) {
+  struct Path {
+    std::string name;
+    ProductPrecision precision;
+    std::optional<Int8Kernel> kernel;
+  };
+  std::vector<Path> paths = {{"fp32", ProductPrecision::kFp32, std::nullopt}};
+  if (cpu_has_bf16()) paths.push_back({"bf16", ProductPrecision::kBf16, std::nullopt});
+  paths.push_back({"int8", ProductPrecision::kInt8, std::nullopt});
+  auto kernels = int8_kernels_runnable(this_cpu_flags());
+  for (auto kernel : kernels) {
+    paths.push_back({std::string("int8 ") + int8_kernel_name(kernel), ProductPrecision::kInt8, kernel});
+  }
+  for (const auto& path : paths) {
     double total_flops = 0, total_seconds = 0;
     for (const auto& s : arith.gemms) {
       if (s.batched || per_sentence(s)) continue;
-      const double rate = decode_gflops(rows, s.k, s.n, precision);
+      const double rate = decode_gflops(rows, s.k, s.n, path.precision, path.kernel);
       const double flops = s.flops() * s.calls_per_batch;
       total_flops += flops;
       total_seconds += flops / (rate * 1e9);
-      if (name == "fp32") out["shapes"].push_back({{"name", s.name}, {"k", s.k}, {"n", s.n}});
+      if (path.name == "fp32") out["shapes"].push_back({{"name", s.name}, {"k", s.k}, {"n", s.n}});
       for (auto& shape : out["shapes"]) {
-        if (shape["name"] == s.name) shape[name + "_gflops"] = rate;
+        if (shape["name"] == s.name) shape[path.name + "_gflops"] = rate;
       }
     }
-    out[name] = {{"gflops", total_flops / total_seconds / 1e9}};
+    out[path.name] = {{"gflops", total_flops / total_seconds / 1e9}};
   }
+  out["int8_kernel"] = int8_kernel_name(Int8Matrix::kernel_in_use());
+  std::string fastest = "fp32";
+  for (const auto& path : paths) {
+    if (out[path.name]["gflops"].get<double>() > out[fastest]["gflops"].get<double>()) fastest = path.name;
+  }
+  out["fastest"] = fastest;
   return out;
 }
 
@@ -404,10 +426,16 @@ json run_bench(const BenchOptions& o) {
           phase("decoding's GEMM ceiling");
           const auto rows = static_cast<int64_t>(cfg.decode.batch_size) * cfg.decode.beam_size;
           run["decode_ceiling"] = decode_ceiling(arith, rows);
+          const auto& ceiling = run["decode_ceiling"];
           for (auto& [mode, d] : run["decode"].items()) {
-            const std::string of = d["precision"] == "int8" ? "int8" : "fp32";
-            d["utilisation"] = d["achieved_gflops"].get<double>() / run["decode_ceiling"][of]["gflops"].get<double>();
+            const std::string precision = d["precision"];
+            const std::string of = ceiling.contains(precision) ? precision : "fp32";
+            d["utilisation"] = d["achieved_gflops"].get<double>() / ceiling[of]["gflops"].get<double>();
             d["utilisation_of"] = of;
+            // Decoding's share of the fastest ceiling this CPU has, whatever precision it ran in.
+            const std::string fastest = ceiling["fastest"];
+            d["share_of_fastest"] = d["achieved_gflops"].get<double>() / ceiling[fastest]["gflops"].get<double>();
+            d["fastest"] = fastest;
           }
         }
         run["decode_model"] = model_dir;
@@ -485,6 +513,26 @@ std::string bench_table(const json& results) {
   }
   out += "\nFigures: median (min–max) of the windows / runs. Decoding sentences/s are for the whole process "
          "(start to exit, model loading included); bench.json also has translating alone and tokens/s.\n";
+  // The decoder step's ceilings per path: which instruction set pays off on this CPU.
+  std::string ceilings;
+  for (const auto& r : results["runs"]) {
+    if (!r.contains("decode_ceiling")) continue;
+    const auto& c = r["decode_ceiling"];
+    std::string cells;
+    for (const auto& [path, v] : c.items()) {
+      if (v.is_object() && v.contains("gflops")) cells += (cells.empty() ? "" : ", ") + path + " " + str(v["gflops"].get<double>(), 1);
+    }
+    std::string share;
+    if (r.contains("decode") && r["decode"].contains("beam") && r["decode"]["beam"].contains("share_of_fastest")) {
+      share = str(100 * r["decode"]["beam"]["share_of_fastest"].get<double>()) + "%";
+    }
+    ceilings += "| " + r["name"].get<std::string>() + " | " + std::to_string(c["rows"].get<int64_t>()) + " | " + cells +
+                " | " + c["fastest"].get<std::string>() + " | " + (share.empty() ? "–" : share) + " |\n";
+  }
+  if (!ceilings.empty()) {
+    out += "\n| run | rows | decoder step's ceiling, GFLOP/s per path (int8: the kernel in use, then each kernel) | "
+           "fastest | beam's share of it |\n|---|---|---|---|---|\n" + ceilings;
+  }
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
 #include "runtime/huge_pages.h"
+#include "util/cpu_kernels.h"
 #include "util/decode_phases.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
@@ -217,7 +218,8 @@ void write_stats(const TranslateArgs& o, const std::vector<std::vector<Translati
   j.update({{"beam_size", options.search.beam_size}, {"batch_size", options.batch_size},
             {"threads", torch::get_num_threads()}, {"cpu_allocator", cpu_allocator_description()},
             {"malloc", malloc_description()}, {"packed_weights", first.packed()},
-            {"precision", first.precision()}, {"models", models},
+            {"precision", first.precision()}, {"kernel", first.kernel()},
+            {"cpu_isa", cpu_isa_name(this_cpu_isa())}, {"models", models},
             {"device", step_model.device().str()},
             {"gemm", gemm_description(step_model.device().is_cpu())}, {"shortlist", shortlist},
             {"shortlist_mean_size", first.mean_shortlist_size()}});

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "util/cpu_kernels.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/progress.h"
@@ -48,6 +49,7 @@ int run(int argc, char** argv) {
   cli::add_export_command(app, global);
 
   try {
+    select_cpu_isa();  // a bad ATTNMT_CPU_ISA is one error line, before anything runs
     app.parse(argc, argv);
     if (help->parsed()) {
       if (help_topic.empty()) {

@@ -15,16 +15,17 @@ namespace attnmt {
 
 namespace {
 
+bool model_on_cpu(const Seq2Seq& model) {
+  for (const auto& p : model->parameters()) return p.device().is_cpu();
+  return true;
+}
+
 // decode.precision: bf16 where the CPU has no native bf16 products (util/cpu_kernels.h): oneDNN has
 // no kernel to pack for, and LibTorch's emulated bf16 product made the output layer many times
 // slower than in fp32 (AVX2). Such a CPU decodes in fp32 products, and says so once per process.
 bool bf16_products(const std::string& precision, const Seq2Seq& model) {
   if (precision != "bf16") return false;
-  bool cpu = true;
-  for (const auto& p : model->parameters()) {
-    cpu = p.device().is_cpu();
-    break;
-  }
+  const bool cpu = model_on_cpu(model);
   const auto& flags = this_cpu_flags();
   if (!cpu || has_native_bf16(flags)) return true;  // (bf16 applies on a CPU only: model/seq2seq.h)
   static std::once_flag said;
@@ -32,6 +33,11 @@ bool bf16_products(const std::string& precision, const Seq2Seq& model) {
     spdlog::warn("[decode] decode.precision: bf16: {}: decoding in fp32 products instead", no_native_bf16(flags));
   });
   return false;
+}
+
+// ", ATTNMT_CPU_ISA=avx2" where the switch lowered the instruction set, for the logs.
+std::string isa_note() {
+  return cpu_isa_forced() ? std::string(", ATTNMT_CPU_ISA=") + cpu_isa_name(this_cpu_isa()) : "";
 }
 
 // decode.precision: int8 (runtime/int8_gemm.h): every product of the encoder's LSTM, the decoder
@@ -44,21 +50,48 @@ ExecutionMode int8_mode(const Seq2Seq& model) {
     }
     break;
   }
-  if (!int8_kernel_avx2()) {
-    static std::once_flag said;
-    std::call_once(said, [] {
-      spdlog::warn("[decode] decode.precision: int8: this CPU has no AVX2: the int8 products run in a portable loop, "
-                   "slower than fp32");
-    });
-  }
+  static std::once_flag said;
+  std::call_once(said, [] {
+    const auto kernel = Int8Matrix::kernel_in_use();
+    if (kernel == Int8Kernel::kPortable) {
+      spdlog::warn("[decode] decode.precision: int8: this CPU has no AVX2{}: the int8 products run in a portable "
+                   "loop, slower than fp32", isa_note());
+    } else {
+      spdlog::info("[decode] int8 products: {} kernel{}", int8_kernel_name(kernel), isa_note());
+    }
+  });
   return ExecutionMode::packed(ProductPrecision::kInt8);
 }
 
 ExecutionMode decoding_mode(const std::string& precision, bool packed_weights, const Seq2Seq& model) {
-  if (precision == "int8") return int8_mode(model);
-  const auto type = bf16_products(precision, model) ? ProductPrecision::kBf16 : ProductPrecision::kFp32;
+  const std::string chosen = precision == "auto" ? auto_precision(model_on_cpu(model)) : precision;
+  if (precision == "auto") {
+    static std::once_flag said;
+    std::call_once(said, [&] { spdlog::info("[decode] decode.precision: auto: {} on this CPU{}", chosen, isa_note()); });
+  }
+  if (chosen == "int8") return int8_mode(model);
+  const auto type = bf16_products(chosen, model) ? ProductPrecision::kBf16 : ProductPrecision::kFp32;
+  if (type == ProductPrecision::kBf16 && model_on_cpu(model)) {
+    static std::once_flag said;
+    std::call_once(said, [] {
+      spdlog::info("[decode] bf16 products: {} (oneDNN){}", bf16_kernel_name(bf16_kernel(this_cpu_flags())), isa_note());
+    });
+  }
   return packed_weights ? ExecutionMode::packed(type) : ExecutionMode{ExecutionMode::kLibTorch, type};
 }
+
+}  // namespace
+
+std::string auto_precision(bool on_cpu) {
+  if (!on_cpu) return "fp32";
+  // docs/performance.md's table per CPU class: int8 is the fastest wherever it has a kernel of its
+  // own (1.9x fp32 on AVX2, more with VNNI and AMX), within the BLEU tolerance; without AVX2 the
+  // portable loop is slower than fp32, and such a CPU has no native bf16 either.
+  if (Int8Matrix::kernel_in_use() != Int8Kernel::kPortable) return "int8";
+  return has_native_bf16(this_cpu_flags()) ? "bf16" : "fp32";
+}
+
+namespace {
 
 struct Seq2SeqSearchState : SearchState {
   AttentionMemory memory;
@@ -121,6 +154,19 @@ std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, c
 double Seq2SeqStepModel::mean_shortlist_size() const {
   const int64_t batches = shortlist_batches_;
   return batches > 0 ? static_cast<double>(shortlist_rows_) / static_cast<double>(batches) : 0.0;
+}
+
+std::string Seq2SeqStepModel::kernel() const {
+  if (!device().is_cpu()) return "the device's";
+  switch (model_.precision()) {
+    case ProductPrecision::kInt8:
+      return int8_kernel_name(Int8Matrix::kernel_in_use());
+    case ProductPrecision::kBf16:
+      return std::string(bf16_kernel_name(bf16_kernel(this_cpu_flags()))) + " (oneDNN)";
+    case ProductPrecision::kFp32:
+      break;
+  }
+  return packed() ? "oneDNN fp32 (packed)" : "fp32 (LibTorch)";
 }
 
 std::string Seq2SeqStepModel::precision() const {

@@ -30,8 +30,10 @@ class Seq2SeqStepModel : public StepModel {
   explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
   // Whether the products run on packed weights.
   bool packed() const { return model_.packed(); }
-  // What the products run in: "fp32", "bf16" or "int8" (after the CPU's fallbacks).
+  // What the products run in: "fp32", "bf16" or "int8" (after the CPU's fallbacks and "auto").
   std::string precision() const;
+  // The kernel they run on: "AVX512-VNNI" (int8), "AVX512-BF16 (oneDNN)", "oneDNN fp32 (packed)", ...
+  std::string kernel() const;
   // decode.shortlist: from now on, each batch's output layer covers only
   // lexicon->shortlist(its source ids, first, best, {eos, unk}) (data/lexicon.h), and the steps'
   // logits say which tokens their columns are (StepResult::vocabulary). InputError when there is no
@@ -52,6 +54,11 @@ class Seq2SeqStepModel : public StepModel {
   int shortlist_first_ = 0, shortlist_best_ = 0;
   std::atomic<int64_t> shortlist_rows_{0}, shortlist_batches_{0};  // batches start in several threads
 };
+
+// decode.precision: auto: what it stands for on this CPU (capped by ATTNMT_CPU_ISA) or off it:
+// "int8" wherever int8 has a kernel of its own (AVX2 and up), else "bf16" with native bf16 products,
+// else "fp32"; "fp32" off the CPU.
+std::string auto_precision(bool on_cpu);
 
 // The step model a decoding command builds from a trained model's decode.* settings (precision,
 // packed_weights, and the shortlist from `lexicon` when decode.shortlist is on).

@@ -1,12 +1,46 @@
 // The one oneDNN CPU engine the runtime's products share (runtime/packed_linear.h,
-// runtime/matmul_bf16.h). Included only where ATTNMT_WITH_DNNL is set (CMakeLists.txt).
+// runtime/matmul_bf16.h, runtime/int8_gemm.h's AMX path). Included only where ATTNMT_WITH_DNNL is
+// set (CMakeLists.txt).
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <exception>
+
+#include "util/cpu_kernels.h"
+
 namespace attnmt {
 
+// ATTNMT_CPU_ISA (util/cpu_kernels.h) applied to oneDNN's kernels too: its highest ISA set to the
+// level's, before any kernel is made (oneDNN takes the cap only then). Called by dnnl_cpu_engine()
+// and before oneDNN's sgemm (runtime/gemm.cpp).
+inline void cap_onednn_isa() {
+  static const bool done = [] {
+    try {
+      if (!cpu_isa_forced()) return true;
+    } catch (const std::exception&) {
+      return true;  // a bad ATTNMT_CPU_ISA: the program's entry point reports it
+    }
+    auto cap = dnnl::cpu_isa::all;
+    switch (this_cpu_isa()) {
+      case CpuIsa::kPortable: cap = dnnl::cpu_isa::sse41; break;
+      case CpuIsa::kAvx2: cap = dnnl::cpu_isa::avx2; break;
+      case CpuIsa::kAvx2Vnni: cap = dnnl::cpu_isa::avx2_vnni; break;
+      case CpuIsa::kAvx512: cap = dnnl::cpu_isa::avx512_core; break;
+      case CpuIsa::kAvx512Vnni: cap = dnnl::cpu_isa::avx512_core_vnni; break;
+      case CpuIsa::kAvx512Bf16: cap = dnnl::cpu_isa::avx512_core_bf16; break;
+      case CpuIsa::kAmx: break;
+    }
+    dnnl::set_max_cpu_isa(cap);
+    return true;
+  }();
+  (void)done;
+}
+
 inline dnnl::engine& dnnl_cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine engine = [] {
+    cap_onednn_isa();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 

@@ -11,6 +11,8 @@
 #include "build_features.h"
 #ifdef ATTNMT_WITH_DNNL
 #include <oneapi/dnnl/dnnl.h>
+
+#include "runtime/dnnl_engine.h"
 #endif
 
 namespace attnmt {
@@ -63,6 +65,7 @@ extern "C" void sgemm_(const char* transa, const char* transb, const int* m, con
                          const int*, const float*, const int*, const float*, float*, const int*);
   // Empty products (BLAS's meaning: C = beta C) and the "blas" backend go to the library's sgemm_.
   if (attnmt::g_onednn.load(std::memory_order_relaxed) && *m > 0 && *n > 0 && *k > 0) {
+    attnmt::cap_onednn_isa();  // (once; before oneDNN's first kernel)
     if (dnnl_sgemm(*transb, *transa, *n, *m, *k, *alpha, b, *ldb, a, *lda, *beta, c, *ldc) == dnnl_success) {
       attnmt::g_onednn_calls.fetch_add(1, std::memory_order_relaxed);
       return;

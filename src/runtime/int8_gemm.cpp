@@ -4,10 +4,17 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <unordered_map>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define ATTNMT_INT8_AVX2 1
+#endif
+
+#include "build_features.h"
+#ifdef ATTNMT_WITH_DNNL
+#include "runtime/dnnl_engine.h"
 #endif
 
 namespace attnmt {
@@ -139,20 +146,119 @@ __attribute__((target("avx2,fma"))) void block_avx2(const uint8_t* x, int64_t ld
   }
 }
 
-bool cpu_has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+// AVX-VNNI: as block_avx2, with vpdpbusd summing each 4 u8 x s8 straight into int32.
+template <int R>
+__attribute__((target("avx2,fma,avxvnni"))) void block_avx_vnni(const uint8_t* x, int64_t ldx, const int8_t* w,
+                                                                 int64_t groups, const int32_t* shift, const float* sw,
+                                                                 const float* bias, const float* sx, int64_t columns,
+                                                                 float* y, int64_t ldy) {
+  __m256i acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (int64_t g = 0; g < groups; ++g) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64 + 32));
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, x + r * ldx + g * 4, 4);
+      const __m256i xb = _mm256_set1_epi32(four);
+      acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], xb, w0);
+      acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], xb, w1);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __m256i shift8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + h * 8));
+    const __m256 sw8 = _mm256_loadu_ps(sw + h * 8), bias8 = _mm256_loadu_ps(bias + h * 8);
+    const int64_t width = std::min<int64_t>(8, columns - h * 8);
+    if (width <= 0) break;
+    for (int r = 0; r < R; ++r) {
+      const __m256 sums = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][h], shift8));
+      const __m256 v = _mm256_fmadd_ps(sums, _mm256_mul_ps(sw8, _mm256_set1_ps(sx[r])), bias8);
+      float* out = y + r * ldy + h * 8;
+      if (width == 8) {
+        _mm256_storeu_ps(out, v);
+      } else {
+        float lanes[8];
+        _mm256_storeu_ps(lanes, v);
+        std::memcpy(out, lanes, static_cast<size_t>(width) * sizeof(float));
+      }
+    }
+  }
+}
+
+#define ATTNMT_AVX512_TARGET __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
+
+// The dequantisation of 16 columns of one row on AVX-512 (the same operations as store_row).
+ATTNMT_AVX512_TARGET inline void store16_avx512(__m512i sums, const int32_t* shift, const float* sw, const float* bias,
+                                                float sx, int64_t columns, float* y) {
+  // (maskz: GCC 12 warns of _mm512_cvtepi32_ps's undefined pass-through)
+  const __m512 s = _mm512_maskz_cvtepi32_ps(static_cast<__mmask16>(0xFFFF), _mm512_sub_epi32(sums, _mm512_loadu_si512(shift)));
+  const __m512 v = _mm512_fmadd_ps(s, _mm512_mul_ps(_mm512_loadu_ps(sw), _mm512_set1_ps(sx)), _mm512_loadu_ps(bias));
+  const __mmask16 mask = columns >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << columns) - 1);
+  _mm512_mask_storeu_ps(y, mask, v);
+}
+
+// AVX512-VNNI: R rows x NB consecutive 16-column blocks; a block's group of 4 k is one zmm (lane c
+// = column c), so each group costs NB weight loads, R broadcasts and R x NB vpdpbusd.
+// `columns`: the valid columns of the last block (the others are whole).
+template <int R, int NB>
+ATTNMT_AVX512_TARGET void blocks_avx512_vnni(const uint8_t* x, int64_t ldx, const int8_t* w, int64_t block_stride,
+                                             int64_t groups, const int32_t* shift, const float* sw, const float* bias,
+                                             const float* sx, int64_t columns, float* y, int64_t ldy) {
+  __m512i acc[R][NB];
+  for (int r = 0; r < R; ++r) {
+    for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_setzero_si512();
+  }
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i wv[NB];
+    for (int b = 0; b < NB; ++b) wv[b] = _mm512_loadu_si512(w + b * block_stride + g * 64);
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, x + r * ldx + g * 4, 4);
+      const __m512i xb = _mm512_set1_epi32(four);
+      for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], xb, wv[b]);
+    }
+  }
+  for (int b = 0; b < NB; ++b) {
+    const int64_t width = b + 1 == NB ? columns : 16;
+    for (int r = 0; r < R; ++r) {
+      store16_avx512(acc[r][b], shift + b * 16, sw + b * 16, bias + b * 16, sx[r], width, y + r * ldy + b * 16);
+    }
+  }
+}
+
+using Avx512Fn = void (*)(const uint8_t*, int64_t, const int8_t*, int64_t, int64_t, const int32_t*, const float*,
+                          const float*, const float*, int64_t, float*, int64_t);
+constexpr int kAvx512Rows = 4, kAvx512Blocks = 4;
+constexpr Avx512Fn kAvx512Kernels[kAvx512Rows][kAvx512Blocks] = {
+    {blocks_avx512_vnni<1, 1>, blocks_avx512_vnni<1, 2>, blocks_avx512_vnni<1, 3>, blocks_avx512_vnni<1, 4>},
+    {blocks_avx512_vnni<2, 1>, blocks_avx512_vnni<2, 2>, blocks_avx512_vnni<2, 3>, blocks_avx512_vnni<2, 4>},
+    {blocks_avx512_vnni<3, 1>, blocks_avx512_vnni<3, 2>, blocks_avx512_vnni<3, 3>, blocks_avx512_vnni<3, 4>},
+    {blocks_avx512_vnni<4, 1>, blocks_avx512_vnni<4, 2>, blocks_avx512_vnni<4, 3>, blocks_avx512_vnni<4, 4>}};
+
+bool cpu_has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
   return yes;
+}
+
+// The int32 sums of the AMX path (oneDNN's) dequantised, 16 columns at a time.
+ATTNMT_AVX512_TARGET void dequantize_avx512(const int32_t* sums, int64_t ld_sums, int64_t rows, int64_t first_column,
+                                            int64_t end_column, const int32_t* shift, const float* sw,
+                                            const float* bias, const float* sx, float* y, int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = first_column; c < end_column; c += 16) {
+      store16_avx512(_mm512_loadu_si512(sums + r * ld_sums + c), shift + c, sw + c, bias + c, sx[r], end_column - c,
+                     y + r * ldy + c);
+    }
+  }
 }
 #endif
 
 }  // namespace
 
-bool int8_kernel_avx2() {
-#ifdef ATTNMT_INT8_AVX2
-  return cpu_has_avx2();
-#else
-  return false;
-#endif
+Int8Kernel Int8Matrix::kernel_in_use() {
+  static const Int8Kernel kernel = int8_kernel(this_cpu_flags());
+  return kernel;
 }
 
 Int8Matrix::Int8Matrix(const float* weight, const float* bias, int64_t n, int64_t k)
@@ -180,9 +286,14 @@ Int8Matrix::Int8Matrix(const float* weight, const float* bias, int64_t n, int64_
   }
 }
 
+Int8Matrix::Int8Matrix() = default;
+Int8Matrix::Int8Matrix(Int8Matrix&&) noexcept = default;
+Int8Matrix& Int8Matrix::operator=(Int8Matrix&&) noexcept = default;
+Int8Matrix::~Int8Matrix() = default;
+
 int8_t Int8Matrix::value(int64_t n, int64_t k) const { return packed_[packed_index(n, k, padded_k_)]; }
 
-void Int8Matrix::quantize(const float* x, int64_t m, Int8Rows& out) const {
+void Int8Matrix::quantize(const float* x, int64_t m, Int8Rows& out, Int8Kernel kernel) const {
   out.rows = m;
   out.padded_cols = padded_k_;
   out.values.assign(static_cast<size_t>(m * padded_k_), static_cast<uint8_t>(kShift));
@@ -190,21 +301,151 @@ void Int8Matrix::quantize(const float* x, int64_t m, Int8Rows& out) const {
   for (int64_t r = 0; r < m; ++r) {
     uint8_t* dst = out.values.data() + r * padded_k_;
 #ifdef ATTNMT_INT8_AVX2
-    if (cpu_has_avx2()) {
+    if (kernel != Int8Kernel::kPortable) {  // every other kernel's CPU has AVX2
       quantize_avx2(x + r * k_, k_, dst, out.scales[static_cast<size_t>(r)]);
       continue;
     }
+#else
+    (void)kernel;
 #endif
     quantize_portable(x + r * k_, k_, dst, out.scales[static_cast<size_t>(r)]);
   }
 }
 
-void Int8Matrix::multiply(const Int8Rows& x, int64_t first_block, int64_t end_block, float* y, int64_t ldy) const {
+// AMX-INT8: oneDNN's matmul u8 [M, padded_k] x s8 [padded_k, blocks * 16] -> s32, the weight in the
+// layout oneDNN picks (its brgemm kernels for the best ISA it may use: AMX tiles where the CPU has
+// them). One primitive per row count, rounded up as runtime/packed_linear.cpp's are.
+struct Int8Matrix::OneDnn {
+#ifdef ATTNMT_WITH_DNNL
+  struct Kernel {
+    dnnl::matmul::primitive_desc desc;
+    dnnl::matmul primitive;
+  };
+  int64_t k = 0, n = 0;
+  dnnl::memory::desc weights_desc;
+  dnnl::memory weights;
+  mutable std::mutex mutex;
+  mutable std::unordered_map<int64_t, std::shared_ptr<const Kernel>> kernels;
+
+  dnnl::matmul::primitive_desc make_desc(int64_t m, const dnnl::memory::desc& w) const {
+    using dnnl::memory;
+    memory::desc src({m, k}, memory::data_type::u8, memory::format_tag::ab);
+    memory::desc dst({m, n}, memory::data_type::s32, memory::format_tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, w, dst), attr, dnnl_cpu_engine());
+  }
+  std::shared_ptr<const Kernel> kernel_for(int64_t m) const {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = kernels.find(m);
+      if (it != kernels.end()) return it->second;
+    }
+    auto desc = make_desc(m, weights_desc);
+    auto kernel = std::make_shared<const Kernel>(Kernel{desc, dnnl::matmul(desc)});
+    std::lock_guard<std::mutex> lock(mutex);
+    return kernels.emplace(m, std::move(kernel)).first->second;
+  }
+#endif
+};
+
+const Int8Matrix::OneDnn& Int8Matrix::onednn() const {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (onednn_) return *onednn_;
+  auto d = std::make_unique<OneDnn>();
+#ifdef ATTNMT_WITH_DNNL
+  using dnnl::memory;
+  d->k = padded_k_;
+  d->n = blocks() * kBlock;
+  // qw as [n][padded_k] row-major, i.e. the [padded_k, n] matrix in oneDNN's "ba".
+  std::vector<int8_t> plain(static_cast<size_t>(d->n * d->k), 0);
+  for (int64_t c = 0; c < n_; ++c) {
+    for (int64_t j = 0; j < k_; ++j) plain[static_cast<size_t>(c * d->k + j)] = value(c, j);
+  }
+  d->weights_desc = d->make_desc(64, memory::desc({d->k, d->n}, memory::data_type::s8, memory::format_tag::any)).weights_desc();
+  memory user({{d->k, d->n}, memory::data_type::s8, memory::format_tag::ba}, dnnl_cpu_engine(), plain.data());
+  d->weights = memory(d->weights_desc, dnnl_cpu_engine());
+  dnnl::stream stream(dnnl_cpu_engine());
+  dnnl::reorder(user, d->weights).execute(stream, user, d->weights);
+  stream.wait();
+#endif
+  onednn_ = std::move(d);
+  return *onednn_;
+}
+
+void Int8Matrix::dequantize(const int32_t* sums, int64_t ld_sums, const Int8Rows& x, int64_t first_block,
+                            int64_t end_block, float* y, int64_t ldy) const {
+  const int64_t first = first_block * kBlock, end = std::min(n_, end_block * kBlock);
+#ifdef ATTNMT_INT8_AVX2
+  if (cpu_has_avx512()) {
+    dequantize_avx512(sums, ld_sums, x.rows, first, end, shift_sum_.data(), scales_.data(), bias_.data(),
+                      x.scales.data(), y, ldy);
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < x.rows; ++r) {
+    store_row(sums + r * ld_sums + first, shift_sum_.data() + first, scales_.data() + first, bias_.data() + first,
+              x.scales[static_cast<size_t>(r)], end - first, y + r * ldy + first);
+  }
+}
+
+void Int8Matrix::multiply(const Int8Rows& x, int64_t first_block, int64_t end_block, float* y, int64_t ldy,
+                          Int8Kernel kernel) const {
   const int64_t groups = padded_k_ / 4, ldx = x.padded_cols;
+#ifdef ATTNMT_WITH_DNNL
+  if (kernel == Int8Kernel::kAmx) {
+    if (x.rows == 0) return;
+    const auto& d = onednn();
+    int64_t rows = 1;
+    while (rows < x.rows && rows < 8) rows *= 2;
+    if (x.rows > 8) rows = (x.rows + 7) / 8 * 8;
+    const auto kernel_m = d.kernel_for(rows);
+    thread_local std::vector<uint8_t> src, scratch;
+    thread_local std::vector<int32_t> sums;
+    const uint8_t* src_data = x.values.data();
+    if (rows != x.rows) {
+      src.assign(static_cast<size_t>(rows * ldx), static_cast<uint8_t>(kShift));
+      std::copy(x.values.begin(), x.values.begin() + x.rows * ldx, src.begin());
+      src_data = src.data();
+    }
+    sums.resize(static_cast<size_t>(rows * d.n));
+    scratch.resize(std::max<size_t>(1, kernel_m->desc.scratchpad_desc().get_size()));
+    auto& engine = dnnl_cpu_engine();
+    using dnnl::memory;
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(kernel_m->desc.src_desc(), engine, const_cast<uint8_t*>(src_data))},
+        {DNNL_ARG_WEIGHTS, d.weights},
+        {DNNL_ARG_DST, memory(kernel_m->desc.dst_desc(), engine, sums.data())},
+        {DNNL_ARG_SCRATCHPAD, memory(kernel_m->desc.scratchpad_desc(), engine, scratch.data())}};
+    thread_local dnnl::stream stream(engine);
+    kernel_m->primitive.execute(stream, args);
+    stream.wait();
+    dequantize(sums.data(), d.n, x, first_block, end_block, y, ldy);
+    return;
+  }
+#endif
   // Rows in chunks, so that a chunk's quantised input stays in L1/L2 while every block passes.
   constexpr int64_t kRowChunk = 48;
   for (int64_t r0 = 0; r0 < x.rows; r0 += kRowChunk) {
     const int64_t r1 = std::min(x.rows, r0 + kRowChunk);
+    const auto at = [&](int64_t row) { return x.values.data() + row * ldx; };
+#ifdef ATTNMT_INT8_AVX2
+    if (kernel == Int8Kernel::kAvx512Vnni || kernel == Int8Kernel::kAmx) {  // (kAmx: a build without oneDNN)
+      const int64_t block_stride = padded_k_ * kBlock;
+      for (int64_t b = first_block; b < end_block; b += kAvx512Blocks) {
+        const int64_t nb = std::min<int64_t>(kAvx512Blocks, end_block - b), n0 = b * kBlock;
+        const int64_t columns = std::min(kBlock, n_ - (b + nb - 1) * kBlock);
+        for (int64_t r = r0; r < r1; r += kAvx512Rows) {
+          const int64_t nr = std::min<int64_t>(kAvx512Rows, r1 - r);
+          kAvx512Kernels[nr - 1][nb - 1](at(r), ldx, packed_.data() + b * block_stride, block_stride, groups,
+                                         shift_sum_.data() + n0, scales_.data() + n0, bias_.data() + n0,
+                                         x.scales.data() + r, columns, y + r * ldy + n0, ldy);
+        }
+      }
+      continue;
+    }
+#endif
     for (int64_t b = first_block; b < end_block; ++b) {
       const int64_t n0 = b * kBlock, columns = std::min(kBlock, n_ - n0);
       const int8_t* w = packed_.data() + b * padded_k_ * kBlock;
@@ -212,17 +453,24 @@ void Int8Matrix::multiply(const Int8Rows& x, int64_t first_block, int64_t end_bl
       const float* sw = scales_.data() + n0;
       const float* bias = bias_.data() + n0;
 #ifdef ATTNMT_INT8_AVX2
-      if (cpu_has_avx2()) {
+      if (kernel == Int8Kernel::kAvx2 || kernel == Int8Kernel::kAvxVnni) {
+        const bool vnni = kernel == Int8Kernel::kAvxVnni;
         int64_t r = r0;
-        const auto at = [&](int64_t row) { return x.values.data() + row * ldx; };
-        for (; r + 4 <= r1; r += 4) {
-          block_avx2<4>(at(r), ldx, w, groups, shift, sw, bias, x.scales.data() + r, columns, y + r * ldy + n0, ldy);
-        }
-        switch (r1 - r) {
-          case 3: block_avx2<3>(at(r), ldx, w, groups, shift, sw, bias, x.scales.data() + r, columns, y + r * ldy + n0, ldy); break;
-          case 2: block_avx2<2>(at(r), ldx, w, groups, shift, sw, bias, x.scales.data() + r, columns, y + r * ldy + n0, ldy); break;
-          case 1: block_avx2<1>(at(r), ldx, w, groups, shift, sw, bias, x.scales.data() + r, columns, y + r * ldy + n0, ldy); break;
-          default: break;
+        for (; r < r1;) {
+          const int64_t nr = std::min<int64_t>(4, r1 - r);
+          const float* sx = x.scales.data() + r;
+          float* out = y + r * ldy + n0;
+          switch (nr) {
+            case 4: vnni ? block_avx_vnni<4>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy)
+                         : block_avx2<4>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy); break;
+            case 3: vnni ? block_avx_vnni<3>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy)
+                         : block_avx2<3>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy); break;
+            case 2: vnni ? block_avx_vnni<2>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy)
+                         : block_avx2<2>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy); break;
+            default: vnni ? block_avx_vnni<1>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy)
+                          : block_avx2<1>(at(r), ldx, w, groups, shift, sw, bias, sx, columns, out, ldy); break;
+          }
+          r += nr;
         }
         continue;
       }

@@ -14,13 +14,25 @@
 // exactly by 64 * sum_k qw[n, k], precomputed per row. The weight is packed once into 16-column
 // blocks read in order (docs/performance.md has the figures per product).
 //
-// The sums are exact integers, so the AVX2 kernel and the portable loop give bit-identical results
-// (the portable one runs where the CPU has no AVX2). Torch-free; the caller splits the column
-// blocks over threads (`multiply` is const and thread-safe).
+// One kernel per instruction set (util/cpu_kernels.h's Int8Kernel, chosen at run time):
+//  - AVX2: vpmaddubsw into int16 pairs, vpmaddwd into int32 (the 7-bit input above is for this);
+//  - AVX-VNNI / AVX512-VNNI: vpdpbusd, u8 x s8 summed in fours straight into int32, on 8 / 16
+//    columns a register: a 16-column block's 4 k are one 64-byte zmm load as packed;
+//  - AMX-INT8: oneDNN's brgemm (u8 x s8 -> s32 tiles) on its own reorder of the same qw, then the
+//    same dequantisation as here; oneDNN asks the OS for the tiles itself.
+//  - portable: plain loops, any CPU.
+// All of them quantise the same way and compute the same int32 sums, and dequantise with the same
+// float operations in the same order, so every kernel gives bit-identical results (the test runs
+// every kernel the CPU has against the portable one). Torch-free; the caller splits the column
+// blocks over threads (`multiply` is const and thread-safe), except for AMX, which runs whole on
+// the calling thread's OpenMP team (multiply_whole).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "util/cpu_kernels.h"
 
 namespace attnmt {
 
@@ -36,9 +48,12 @@ class Int8Matrix {
   static constexpr int64_t kBlock = 16;  // output columns per packed block
   static constexpr int kWeightMax = 127, kInputMax = 63;
 
-  Int8Matrix() = default;
+  Int8Matrix();
   // weight [n, k] row-major fp32, bias [n] or null.
   Int8Matrix(const float* weight, const float* bias, int64_t n, int64_t k);
+  Int8Matrix(Int8Matrix&&) noexcept;
+  Int8Matrix& operator=(Int8Matrix&&) noexcept;
+  ~Int8Matrix();
 
   int64_t rows() const { return n_; }   // N: outputs
   int64_t cols() const { return k_; }   // K: inputs
@@ -48,10 +63,17 @@ class Int8Matrix {
   float scale(int64_t n) const { return scales_[static_cast<size_t>(n)]; }
 
   // x [m, cols()] row-major -> rows quantised for this matrix.
-  void quantize(const float* x, int64_t m, Int8Rows& out) const;
+  void quantize(const float* x, int64_t m, Int8Rows& out, Int8Kernel kernel = kernel_in_use()) const;
   // y[r, c] for the output columns of blocks [first_block, end_block); y row-major with leading
-  // dimension ldy (>= rows()).
-  void multiply(const Int8Rows& x, int64_t first_block, int64_t end_block, float* y, int64_t ldy) const;
+  // dimension ldy (>= rows()). kAmx computes every block (see multiply_whole).
+  void multiply(const Int8Rows& x, int64_t first_block, int64_t end_block, float* y, int64_t ldy,
+                Int8Kernel kernel = kernel_in_use()) const;
+  // Whether the kernel runs on all blocks at once, threaded by itself (AMX, through oneDNN), rather
+  // than on the caller's split of the blocks.
+  static bool multiply_whole(Int8Kernel kernel) { return kernel == Int8Kernel::kAmx; }
+
+  // The kernel this process uses: the best of this_cpu_flags() (ATTNMT_CPU_ISA caps it).
+  static Int8Kernel kernel_in_use();
 
  private:
   int64_t n_ = 0, k_ = 0, padded_k_ = 0;
@@ -59,9 +81,11 @@ class Int8Matrix {
   std::vector<float> scales_;       // [blocks * 16] sw (0 for a zero row and for padding)
   std::vector<float> bias_;         // [blocks * 16]
   std::vector<int32_t> shift_sum_;  // [blocks * 16] 64 * sum_k qw[n, k]
+  struct OneDnn;                     // AMX: oneDNN's reorder of qw and its primitives, made at first use
+  mutable std::unique_ptr<OneDnn> onednn_;
+  const OneDnn& onednn() const;
+  void dequantize(const int32_t* sums, int64_t ld_sums, const Int8Rows& x, int64_t first_block, int64_t end_block,
+                  float* y, int64_t ldy) const;
 };
-
-// Whether Int8Matrix runs its AVX2 kernel on this CPU (else the portable loop).
-bool int8_kernel_avx2();
 
 }  // namespace attnmt

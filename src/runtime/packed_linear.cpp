@@ -115,7 +115,7 @@ bool PackedLinear::packed() const {
 
 namespace {
 
-at::Tensor int8_product(const Int8Matrix& w, const at::Tensor& x) {
+at::Tensor int8_product(const Int8Matrix& w, const at::Tensor& x, Int8Kernel kernel) {
   const auto m = x.size(0), n = w.rows();
   auto out = at::empty({m, n}, x.options().dtype(at::kFloat));
   if (m == 0) return out;
@@ -123,13 +123,18 @@ at::Tensor int8_product(const Int8Matrix& w, const at::Tensor& x) {
   const auto input = x.to(at::kFloat).contiguous();
   thread_local Int8Rows buffer;  // reused: a decoder step makes a dozen of these products
   const Int8Rows& rows = buffer;  // (the worker threads below read the caller's)
-  w.quantize(input.data_ptr<float>(), m, buffer);
+  w.quantize(input.data_ptr<float>(), m, buffer, kernel);
   // Column blocks over the calling thread's team, in chunks of at least ~64K multiply-adds
   // (a beam's few rows by a small weight is not worth waking another thread for).
   const int64_t block_work = m * Int8Matrix::kBlock * w.cols();
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, block_work));
   float* y = out.data_ptr<float>();
-  at::parallel_for(0, w.blocks(), grain, [&](int64_t begin, int64_t end) { w.multiply(rows, begin, end, y, n); });
+  if (Int8Matrix::multiply_whole(kernel)) {
+    w.multiply(rows, 0, w.blocks(), y, n, kernel);  // oneDNN threads it on this thread's team
+    return out;
+  }
+  at::parallel_for(0, w.blocks(), grain,
+                   [&](int64_t begin, int64_t end) { w.multiply(rows, begin, end, y, n, kernel); });
   return out;
 }
 
@@ -137,7 +142,7 @@ at::Tensor int8_product(const Int8Matrix& w, const at::Tensor& x) {
 
 at::Tensor PackedLinear::operator()(const at::Tensor& x) const {
   const auto& im = *impl_;
-  if (im.int8 && x.is_cpu() && x.dim() == 2) return int8_product(*im.int8, x);
+  if (im.int8 && x.is_cpu() && x.dim() == 2) return int8_product(*im.int8, x, Int8Matrix::kernel_in_use());
 #ifdef ATTNMT_WITH_DNNL
   if (im.use_dnnl && x.is_cpu() && x.scalar_type() == at::kFloat && x.dim() == 2) {
     using dnnl::memory;
@@ -180,6 +185,11 @@ at::Tensor PackedLinear::operator()(const at::Tensor& x) const {
   }
 #endif
   return im.bias.defined() ? at::addmm(im.bias, x, im.weight.t()) : at::mm(x, im.weight.t());
+}
+
+at::Tensor PackedLinear::int8_with(const at::Tensor& x, Int8Kernel kernel) const {
+  TORCH_CHECK(impl_->int8 && x.is_cpu() && x.dim() == 2, "PackedLinear::int8_with: an int8 weight and a CPU matrix");
+  return int8_product(*impl_->int8, x, kernel);
 }
 
 bool packed_linear_available() {

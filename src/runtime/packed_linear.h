@@ -19,6 +19,8 @@
 
 #include <memory>
 
+#include "util/cpu_kernels.h"
+
 namespace attnmt {
 
 // The operands' type of a packed product (decode.precision).
@@ -41,6 +43,9 @@ class PackedLinear {
   bool packed() const;
   // Whether they run in int8.
   bool int8() const;
+  // int8: the product by a kernel other than the process's (bench's ceilings per instruction set;
+  // the kernel must be one this CPU runs: util/cpu_kernels.h's int8_kernels_runnable).
+  at::Tensor int8_with(const at::Tensor& x, Int8Kernel kernel) const;
 
  private:
   struct Impl;

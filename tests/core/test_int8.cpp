@@ -4,7 +4,11 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -14,6 +18,7 @@
 #include "runtime/int8_gemm.h"
 #include "runtime/packed_linear.h"
 #include "small_models.h"
+#include "util/cpu_kernels.h"
 
 using namespace attnmt;
 
@@ -121,7 +126,7 @@ TEST_CASE("int8 product: per-row scales and values, by hand", "[int8]") {
 
 TEST_CASE("int8 product equals its definition and stays within the scales' bound of fp32", "[int8]") {
   torch::manual_seed(1);
-  INFO("AVX2 kernel: " << int8_kernel_avx2());
+  INFO("int8 kernel: " << int8_kernel_name(Int8Matrix::kernel_in_use()));
   // Shapes around the kernel's blocks: 16 columns, 4 rows, 4 inputs, 48-row chunks.
   for (const int64_t m : {1, 3, 4, 5, 7, 53}) {
     for (const int64_t n : {1, 15, 16, 17, 40}) {
@@ -133,6 +138,84 @@ TEST_CASE("int8 product equals its definition and stays within the scales' bound
       }
     }
   }
+}
+
+namespace {
+
+// The kernels this CPU runs (every level ATTNMT_CPU_ISA may choose here), and the oneDNN path
+// (AMX-INT8's: on a CPU without AMX, oneDNN's best int8 brgemm) where the build has oneDNN.
+std::vector<Int8Kernel> kernels_to_test() {
+  auto kernels = int8_kernels_runnable(this_cpu_hardware_flags());
+  if (packed_linear_available() && std::find(kernels.begin(), kernels.end(), Int8Kernel::kAmx) == kernels.end()) {
+    kernels.push_back(Int8Kernel::kAmx);
+  }
+  return kernels;
+}
+
+// y for blocks [first, end) by one kernel, the other columns left at -1.
+std::vector<float> product_by(const Int8Matrix& w, const std::vector<float>& x, int64_t m, Int8Kernel kernel,
+                              int64_t first, int64_t end) {
+  Int8Rows rows;
+  w.quantize(x.data(), m, rows, kernel);
+  std::vector<float> y(static_cast<size_t>(m * w.rows()), -1.f);
+  w.multiply(rows, first, end, y.data(), w.rows(), kernel);
+  if (Int8Matrix::multiply_whole(kernel)) {  // it writes every block: keep those asked for
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < w.rows(); ++c) {
+        if (c < first * Int8Matrix::kBlock || c >= end * Int8Matrix::kBlock) y[static_cast<size_t>(r * w.rows() + c)] = -1.f;
+      }
+    }
+  }
+  return y;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("int8 kernels: every one this CPU has equals the portable loop bit for bit", "[int8][isa]") {
+  const auto kernels = kernels_to_test();
+  std::string ran;
+  for (auto kernel : kernels) ran += (ran.empty() ? "" : ", ") + std::string(int8_kernel_name(kernel));
+  WARN("int8 kernels run on this CPU (" << kernel_flags(this_cpu_hardware_flags()) << "): " << ran
+                                        << (packed_linear_available() ? " (AMX-INT8: oneDNN's path, its best ISA here)" : ""));
+  // A CPU whose flags promise more than the portable loop must run more than it.
+  if (std::getenv("CI") && this_cpu_hardware_flags().count("avx2")) REQUIRE(kernels.size() > 1);
+  torch::manual_seed(5);
+  int64_t compared = 0;
+  // The kernel test's 180 shapes (rows around the 4-row tiles and 48-row chunks, columns around the
+  // 16-column blocks, inputs around the 4-byte groups), then decoding's own (a beam's 5 rows, a
+  // batch's 64 and 320; a 256-wide state into 1,024 gates and 1,000 outputs).
+  std::vector<std::array<int64_t, 3>> shapes;
+  for (const int64_t m : {1, 3, 4, 5, 7, 53}) {
+    for (const int64_t n : {1, 15, 16, 17, 40}) {
+      for (const int64_t k : {1, 3, 4, 5, 37, 64}) shapes.push_back({m, n, k});
+    }
+  }
+  for (const int64_t m : {5, 64, 320}) shapes.push_back({m, 1000, 256});
+  shapes.push_back({9, 1024, 256});
+  shapes.push_back({50, 129, 513});
+  for (const auto& [m, n, k] : shapes) {
+    const auto w = random_values(static_cast<size_t>(n * k), 0.3f);
+    const auto x = random_values(static_cast<size_t>(m * k), 1.0f);
+    const auto b = random_values(static_cast<size_t>(n), 0.5f);
+    Int8Matrix matrix(w.data(), (n + k) % 2 ? b.data() : nullptr, n, k);
+    const auto blocks = matrix.blocks();
+    // All blocks, and a split as the threads make it (a middle range, odd counts of blocks).
+    const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, blocks}, {blocks / 3, blocks - blocks / 4}};
+    for (const auto& [first, end] : ranges) {
+      if (first >= end) continue;
+      const auto portable = product_by(matrix, x, m, Int8Kernel::kPortable, first, end);
+      for (auto kernel : kernels) {
+        INFO(int8_kernel_name(kernel) << ": " << m << " x " << n << " x " << k << ", blocks " << first << ".." << end);
+        REQUIRE(same_bits(product_by(matrix, x, m, kernel, first, end), portable));
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared >= static_cast<int64_t>(kernels.size()) * 180);
 }
 
 TEST_CASE("int8 product: zero rows, one huge value, saturation at +-127 and +-63", "[int8]") {
@@ -175,6 +258,19 @@ TEST_CASE("int8 product: zero rows, one huge value, saturation at +-127 and +-63
   for (int64_t j = 0; j < n; ++j) {
     CHECK(std::isnan(q.y[5 * n + j]));
     CHECK(q.y[0 * n + j] == p.y[0 * n + j]);
+  }
+  // The same edge cases through every kernel this CPU has: the same bits (NaN where portable's is).
+  const auto portable = product_by(matrix, x, m, Int8Kernel::kPortable, 0, matrix.blocks());
+  for (auto kernel : kernels_to_test()) {
+    INFO(int8_kernel_name(kernel));
+    const auto y = product_by(matrix, x, m, kernel, 0, matrix.blocks());
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (std::isnan(portable[i])) {
+        CHECK(std::isnan(y[i]));
+      } else {
+        CHECK(std::memcmp(&y[i], &portable[i], sizeof(float)) == 0);
+      }
+    }
   }
 }
 

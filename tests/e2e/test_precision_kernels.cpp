@@ -129,3 +129,78 @@ TEST_CASE("translate --precision bf16 decodes in fp32 where the CPU has no nativ
   }
   fs::remove_all(dir);
 }
+
+TEST_CASE("ATTNMT_CPU_ISA: every level this CPU has decodes int8 to the same bytes, and --stats names the kernel",
+          "[cpu_kernels][isa][e2e]") {
+  const auto& hardware = this_cpu_hardware_flags();
+  const auto dir = temp_dir("cpu_isa");
+  write(dir / "c.yaml", tiny_config(dir / "model", 20));
+  REQUIRE(run("train " + (dir / "c.yaml").string()).status == 0);
+  auto translate = [&](const std::string& isa, const std::string& precision, const std::string& name) {
+    return run("translate --model " + (dir / "model").string() + " --input " + kSrc + " --output " +
+                   (dir / (name + ".hyp")).string() + " --stats " + (dir / (name + ".json")).string() +
+                   " --beam-size 3 --precision " + precision,
+               isa.empty() ? "" : "ATTNMT_CPU_ISA=" + isa);
+  };
+  const auto best = translate("", "int8", "best");
+  INFO(best.output);
+  REQUIRE(best.status == 0);
+  const auto expected = read_file((dir / "best.hyp").string());
+  std::string levels;
+  for (CpuIsa isa : cpu_isas()) {
+    const std::string name = cpu_isa_name(isa);
+    bool has = true;
+    for (const auto& flag : cpu_isa_flags(isa)) has = has && hardware.count(flag) > 0;
+    {  // (no sections: Catch would train the model again for each)
+      const auto r = translate(name, "int8", name);
+      INFO("ATTNMT_CPU_ISA=" << name << ": " << r.output);
+      if (!has) {
+        // One line naming the first flag the CPU lacks; nothing written.
+        std::string missing;
+        for (const auto& flag : cpu_isa_flags(isa)) {
+          if (missing.empty() && !hardware.count(flag)) missing = flag;
+        }
+        CHECK(r.status == 2);
+        CHECK(r.output == "attnmt: error: ATTNMT_CPU_ISA=" + name + ": this CPU has no " + missing + "\n");
+        CHECK_FALSE(fs::exists(dir / (name + ".hyp")));
+        continue;
+      }
+      REQUIRE(r.status == 0);
+      const auto kernel = int8_kernel(cap_cpu_flags(hardware, isa));
+      CHECK(read_file((dir / (name + ".hyp")).string()) == expected);  // exact sums: the same bytes
+      const auto stats = nlohmann::json::parse(read_file((dir / (name + ".json")).string()));
+      CHECK(stats["kernel"] == int8_kernel_name(kernel));
+      CHECK(stats["cpu_isa"] == name);
+      if (kernel != Int8Kernel::kPortable) {
+        CHECK_THAT(r.output, Catch::Contains(std::string("int8 products: ") + int8_kernel_name(kernel) + " kernel"));
+      }
+    }
+    if (has) levels += (levels.empty() ? "" : " ") + name;
+  }
+  WARN("ATTNMT_CPU_ISA levels run on this CPU: " << levels);
+  {  // a value that is no level: one line listing the levels
+    const auto r = translate("avx9", "int8", "bad");
+    CHECK(r.status == 2);
+    CHECK(r.output == "attnmt: error: ATTNMT_CPU_ISA=avx9: not an instruction-set level (" + cpu_isa_names() + ")\n");
+  }
+  {  // --precision auto picks what docs/performance.md's table says for the level
+    for (CpuIsa isa : cpu_isas()) {
+      bool has = true;
+      for (const auto& flag : cpu_isa_flags(isa)) has = has && hardware.count(flag) > 0;
+      if (!has) continue;
+      const std::string name = cpu_isa_name(isa);
+      const auto r = translate(name, "auto", "auto_" + name);
+      INFO(r.output);
+      REQUIRE(r.status == 0);
+      // The table: int8 wherever int8 has a kernel of its own (AVX2 and up), else fp32 (no CPU
+      // without AVX2 has native bf16).
+      const auto flags = cap_cpu_flags(hardware, isa);
+      const std::string want = int8_kernel(flags) != Int8Kernel::kPortable ? "int8" : has_native_bf16(flags) ? "bf16" : "fp32";
+      const auto stats = nlohmann::json::parse(read_file((dir / ("auto_" + name + ".json")).string()));
+      CHECK(stats["precision"] == want);
+      CHECK_THAT(r.output, Catch::Contains("[decode] decode.precision: auto: " + want + " on this CPU"));
+      if (want == "int8") CHECK(read_file((dir / ("auto_" + name + ".hyp")).string()) == expected);
+    }
+  }
+  fs::remove_all(dir);
+}
