@@ -46,11 +46,9 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float sum_exp(const
   return total;
 }
 
-double log_normalizer(const float* row, int64_t V) {
-  const float m = max_of(row, V);
-  if (!(m > kNegInfF) || std::isinf(m)) return m;  // all -inf (or +inf somewhere): as ATen's, no NaN from inf - inf
-  return static_cast<double>(m) + std::log(static_cast<double>(sum_exp(row, V, m)));
-}
+double log_normalizer_with_max(const float* row, int64_t V, float m);
+
+double log_normalizer(const float* row, int64_t V) { return log_normalizer_with_max(row, V, max_of(row, V)); }
 
 // The C best (score, id) of one sentence, best first; among equal scores the earlier id first.
 class TopList {
@@ -78,6 +76,37 @@ class TopList {
   int64_t capacity_;
   std::vector<std::pair<double, int64_t>> items_;
 };
+
+// Each block of 64 logits' maximum (block_max[V / 64 rounded up]) and the row's, in one pass:
+// beam search's top-k then reads only the blocks whose maximum could enter (offer_row), and log Z
+// takes the row's maximum from here.
+__attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima(const float* __restrict r, int64_t V,
+                                                                               float* __restrict block_max) {
+  float row = kNegInfF;
+  for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {
+    const int64_t n = std::min(kBlock, V - b0);
+    float m = kNegInfF;
+    if (n == kBlock) {
+      float lanes[kLanes];
+      std::fill(lanes, lanes + kLanes, kNegInfF);
+      for (int64_t i = 0; i < kBlock; i += kLanes) {
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] = r[b0 + i + j] > lanes[j] ? r[b0 + i + j] : lanes[j];
+      }
+      for (int64_t j = 0; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
+    } else {
+      for (int64_t i = 0; i < n; ++i) m = r[b0 + i] > m ? r[b0 + i] : m;
+    }
+    block_max[b] = m;
+    row = m > row ? m : row;
+  }
+  return row;
+}
+
+// log Z of a row whose maximum m is known.
+double log_normalizer_with_max(const float* row, int64_t V, float m) {
+  if (!(m > kNegInfF) || std::isinf(m)) return m;  // all -inf (or +inf somewhere): as ATen's, no NaN from inf - inf
+  return static_cast<double>(m) + std::log(static_cast<double>(sum_exp(row, V, m)));
+}
 
 }  // namespace
 
@@ -126,14 +155,16 @@ Candidates best_candidates(const torch::Tensor& logits, const std::vector<double
   at::parallel_for(0, A, 1, [&](int64_t begin, int64_t end) {
     for (int64_t a = begin; a < end; ++a) {
       TopList top(C);
+      std::vector<float> block_max(static_cast<size_t>((V + kBlock - 1) / kBlock));
       for (int64_t k = 0; k < K; ++k) {
         const int64_t row = a * K + k;
         if (base[row] == kNegInf) continue;  // a dead beam
         const float* r = p + row * V;
-        const double offset = base[row] - (log_probs ? 0.0 : log_normalizer(r, V));
-        for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
+        const float m = block_maxima(r, V, block_max.data());
+        const double offset = base[row] - (log_probs ? 0.0 : log_normalizer_with_max(r, V, m));
+        for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {
+          if (top.full() && !(static_cast<double>(block_max[static_cast<size_t>(b)]) + offset > top.threshold())) continue;
           const int64_t n = std::min(kBlock, V - b0);
-          if (top.full() && !(static_cast<double>(max_of(r + b0, n)) + offset > top.threshold())) continue;
           for (int64_t v = b0; v < b0 + n; ++v) top.offer(static_cast<double>(r[v]) + offset, k * V + v);
         }
       }

@@ -5,9 +5,10 @@
 // Beam search's step was: log_softmax over [N, V] in place, add each row's running score, then
 // topk over each sentence's [K * V] (a copy of every value and index, then a partial sort), a
 // large share of a beam search's operator time (docs/performance.md, "Beam candidates from the
-// logits"). Here, on the CPU in float: one pass per row for max and sum of exp (log Z), then one
-// pass that compares blocks of 64 logits, by their maximum, against the C-th best so far and
-// looks inside a block only when it could enter. Elsewhere (other devices and types) the tensor
+// logits"). Here, on the CPU in float: one pass per row for the maximum of each block of 64
+// logits (and so the row's), one for the sum of exp (log Z), then each block is compared, by its
+// maximum, against the C-th best so far and looked inside only when it could enter (the row is
+// not read a third time). Elsewhere (other devices and types) the tensor
 // expressions run.
 #pragma once
 #include <torch/torch.h>
