@@ -1,6 +1,8 @@
 #include "runtime/int8_gemm.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -114,10 +116,12 @@ __attribute__((target("avx2,fma"))) void block_avx2(const uint8_t* x, int64_t ld
                                                      const float* sx, int64_t columns, float* y, int64_t ldy) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[R][2];
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   for (int64_t g = 0; g < groups; ++g) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64));
     const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64 + 32));
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       int32_t four;
       std::memcpy(&four, x + r * ldx + g * 4, 4);
@@ -126,11 +130,13 @@ __attribute__((target("avx2,fma"))) void block_avx2(const uint8_t* x, int64_t ld
       acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(xb, w1), ones));
     }
   }
+  #pragma GCC unroll 16
   for (int h = 0; h < 2; ++h) {
     const __m256i shift8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + h * 8));
     const __m256 sw8 = _mm256_loadu_ps(sw + h * 8), bias8 = _mm256_loadu_ps(bias + h * 8);
     const int64_t width = std::min<int64_t>(8, columns - h * 8);
     if (width <= 0) break;
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m256 sums = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][h], shift8));
       const __m256 v = _mm256_fmadd_ps(sums, _mm256_mul_ps(sw8, _mm256_set1_ps(sx[r])), bias8);
@@ -153,10 +159,12 @@ __attribute__((target("avx2,fma,avxvnni"))) void block_avx_vnni(const uint8_t* x
                                                                  const float* bias, const float* sx, int64_t columns,
                                                                  float* y, int64_t ldy) {
   __m256i acc[R][2];
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
   for (int64_t g = 0; g < groups; ++g) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64));
     const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + g * 64 + 32));
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       int32_t four;
       std::memcpy(&four, x + r * ldx + g * 4, 4);
@@ -165,11 +173,13 @@ __attribute__((target("avx2,fma,avxvnni"))) void block_avx_vnni(const uint8_t* x
       acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], xb, w1);
     }
   }
+  #pragma GCC unroll 16
   for (int h = 0; h < 2; ++h) {
     const __m256i shift8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + h * 8));
     const __m256 sw8 = _mm256_loadu_ps(sw + h * 8), bias8 = _mm256_loadu_ps(bias + h * 8);
     const int64_t width = std::min<int64_t>(8, columns - h * 8);
     if (width <= 0) break;
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m256 sums = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][h], shift8));
       const __m256 v = _mm256_fmadd_ps(sums, _mm256_mul_ps(sw8, _mm256_set1_ps(sx[r])), bias8);
@@ -205,21 +215,28 @@ ATTNMT_AVX512_TARGET void blocks_avx512_vnni(const uint8_t* x, int64_t ldx, cons
                                              int64_t groups, const int32_t* shift, const float* sw, const float* bias,
                                              const float* sx, int64_t columns, float* y, int64_t ldy) {
   __m512i acc[R][NB];
+  #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+    #pragma GCC unroll 16
     for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_setzero_si512();
   }
   for (int64_t g = 0; g < groups; ++g) {
     __m512i wv[NB];
+    #pragma GCC unroll 16
     for (int b = 0; b < NB; ++b) wv[b] = _mm512_loadu_si512(w + b * block_stride + g * 64);
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       int32_t four;
       std::memcpy(&four, x + r * ldx + g * 4, 4);
       const __m512i xb = _mm512_set1_epi32(four);
+      #pragma GCC unroll 16
       for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], xb, wv[b]);
     }
   }
+  #pragma GCC unroll 16
   for (int b = 0; b < NB; ++b) {
     const int64_t width = b + 1 == NB ? columns : 16;
+    #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       store16_avx512(acc[r][b], shift + b * 16, sw + b * 16, bias + b * 16, sx[r], width, y + r * ldy + b * 16);
     }
@@ -229,11 +246,17 @@ ATTNMT_AVX512_TARGET void blocks_avx512_vnni(const uint8_t* x, int64_t ldx, cons
 using Avx512Fn = void (*)(const uint8_t*, int64_t, const int8_t*, int64_t, int64_t, const int32_t*, const float*,
                           const float*, const float*, int64_t, float*, int64_t);
 constexpr int kAvx512Rows = 4, kAvx512Blocks = 4;
-constexpr Avx512Fn kAvx512Kernels[kAvx512Rows][kAvx512Blocks] = {
-    {blocks_avx512_vnni<1, 1>, blocks_avx512_vnni<1, 2>, blocks_avx512_vnni<1, 3>, blocks_avx512_vnni<1, 4>},
-    {blocks_avx512_vnni<2, 1>, blocks_avx512_vnni<2, 2>, blocks_avx512_vnni<2, 3>, blocks_avx512_vnni<2, 4>},
-    {blocks_avx512_vnni<3, 1>, blocks_avx512_vnni<3, 2>, blocks_avx512_vnni<3, 3>, blocks_avx512_vnni<3, 4>},
-    {blocks_avx512_vnni<4, 1>, blocks_avx512_vnni<4, 2>, blocks_avx512_vnni<4, 3>, blocks_avx512_vnni<4, 4>}};
+template <size_t R, size_t... B>
+constexpr std::array<Avx512Fn, sizeof...(B)> avx512_row(std::index_sequence<B...>) {
+  return {blocks_avx512_vnni<static_cast<int>(R) + 1, static_cast<int>(B) + 1>...};
+}
+template <size_t... R>
+constexpr auto avx512_table(std::index_sequence<R...>) {
+  return std::array<std::array<Avx512Fn, kAvx512Blocks>, sizeof...(R)>{
+      avx512_row<R>(std::make_index_sequence<kAvx512Blocks>())...};
+}
+// [rows - 1][blocks - 1]
+constexpr auto kAvx512Kernels = avx512_table(std::make_index_sequence<kAvx512Rows>());
 
 bool cpu_has_avx512() {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -255,6 +278,16 @@ ATTNMT_AVX512_TARGET void dequantize_avx512(const int32_t* sums, int64_t ld_sums
 #endif
 
 }  // namespace
+
+bool Int8Matrix::multiply_whole(Int8Kernel kernel, int64_t rows) {
+#ifdef ATTNMT_WITH_DNNL
+  constexpr int64_t kOneDnnRows = 16;
+  return kernel == Int8Kernel::kAmx || (kernel == Int8Kernel::kAvx512Vnni && rows >= kOneDnnRows);
+#else
+  (void)kernel, (void)rows;
+  return false;
+#endif
+}
 
 Int8Kernel Int8Matrix::kernel_in_use() {
   static const Int8Kernel kernel = int8_kernel(this_cpu_flags());
@@ -394,7 +427,7 @@ void Int8Matrix::multiply(const Int8Rows& x, int64_t first_block, int64_t end_bl
                           Int8Kernel kernel) const {
   const int64_t groups = padded_k_ / 4, ldx = x.padded_cols;
 #ifdef ATTNMT_WITH_DNNL
-  if (kernel == Int8Kernel::kAmx) {
+  if (multiply_whole(kernel, x.rows)) {
     if (x.rows == 0) return;
     const auto& d = onednn();
     int64_t rows = 1;

@@ -19,13 +19,15 @@
 //  - AVX-VNNI / AVX512-VNNI: vpdpbusd, u8 x s8 summed in fours straight into int32, on 8 / 16
 //    columns a register: a 16-column block's 4 k are one 64-byte zmm load as packed;
 //  - AMX-INT8: oneDNN's brgemm (u8 x s8 -> s32 tiles) on its own reorder of the same qw, then the
-//    same dequantisation as here; oneDNN asks the OS for the tiles itself.
+//    same dequantisation as here; oneDNN asks the OS for the tiles itself. AVX512-VNNI takes the
+//    same oneDNN path from 16 rows (its brgemm outruns the kernel here there; below, the kernel
+//    wins: no packing of the input, no call overhead).
 //  - portable: plain loops, any CPU.
 // All of them quantise the same way and compute the same int32 sums, and dequantise with the same
 // float operations in the same order, so every kernel gives bit-identical results (the test runs
 // every kernel the CPU has against the portable one). Torch-free; the caller splits the column
-// blocks over threads (`multiply` is const and thread-safe), except for AMX, which runs whole on
-// the calling thread's OpenMP team (multiply_whole).
+// blocks over threads (`multiply` is const and thread-safe), except where oneDNN runs the product
+// whole on the calling thread's OpenMP team (multiply_whole).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -65,12 +67,13 @@ class Int8Matrix {
   // x [m, cols()] row-major -> rows quantised for this matrix.
   void quantize(const float* x, int64_t m, Int8Rows& out, Int8Kernel kernel = kernel_in_use()) const;
   // y[r, c] for the output columns of blocks [first_block, end_block); y row-major with leading
-  // dimension ldy (>= rows()). kAmx computes every block (see multiply_whole).
+  // dimension ldy (>= rows()). Where multiply_whole, every block is computed.
   void multiply(const Int8Rows& x, int64_t first_block, int64_t end_block, float* y, int64_t ldy,
                 Int8Kernel kernel = kernel_in_use()) const;
-  // Whether the kernel runs on all blocks at once, threaded by itself (AMX, through oneDNN), rather
-  // than on the caller's split of the blocks.
-  static bool multiply_whole(Int8Kernel kernel) { return kernel == Int8Kernel::kAmx; }
+  // Whether `rows` rows run on all blocks at once, threaded by oneDNN on the caller's OpenMP team,
+  // rather than on the caller's split of the blocks: AMX always, AVX512-VNNI from 16 rows (oneDNN's
+  // brgemm is faster there, attnmt's below: docs/performance.md); never without oneDNN.
+  static bool multiply_whole(Int8Kernel kernel, int64_t rows);
 
   // The kernel this process uses: the best of this_cpu_flags() (ATTNMT_CPU_ISA caps it).
   static Int8Kernel kernel_in_use();

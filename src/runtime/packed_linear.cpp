@@ -129,7 +129,7 @@ at::Tensor int8_product(const Int8Matrix& w, const at::Tensor& x, Int8Kernel ker
   const int64_t block_work = m * Int8Matrix::kBlock * w.cols();
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, block_work));
   float* y = out.data_ptr<float>();
-  if (Int8Matrix::multiply_whole(kernel)) {
+  if (Int8Matrix::multiply_whole(kernel, m)) {
     w.multiply(rows, 0, w.blocks(), y, n, kernel);  // oneDNN threads it on this thread's team
     return out;
   }

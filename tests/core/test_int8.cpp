@@ -159,7 +159,7 @@ std::vector<float> product_by(const Int8Matrix& w, const std::vector<float>& x, 
   w.quantize(x.data(), m, rows, kernel);
   std::vector<float> y(static_cast<size_t>(m * w.rows()), -1.f);
   w.multiply(rows, first, end, y.data(), w.rows(), kernel);
-  if (Int8Matrix::multiply_whole(kernel)) {  // it writes every block: keep those asked for
+  if (Int8Matrix::multiply_whole(kernel, m)) {  // it writes every block: keep those asked for
     for (int64_t r = 0; r < m; ++r) {
       for (int64_t c = 0; c < w.rows(); ++c) {
         if (c < first * Int8Matrix::kBlock || c >= end * Int8Matrix::kBlock) y[static_cast<size_t>(r * w.rows() + c)] = -1.f;
