@@ -297,7 +297,7 @@ PYBIND11_MODULE(_attnmt, m) {
            py::arg("device") = py::none(), py::arg("settings") = std::map<std::string, py::object>{},
            py::arg("checkpoint") = "",
            "model: a model file (.pt) or a save dir; threads: intra-op threads, process-wide (0 = all "
-           "cores); precision: fp32 | bf16 | int8 (default: the model's decode.precision); device: cpu | cuda | "
+           "cores); precision: fp32 | bf16 | int8 | auto (default: the model's decode.precision); device: cpu | cuda | "
            "cuda:N; settings: {'decode.length_penalty': 1.0, ...}, the keys `attnmt translate --set` takes")
       .def("translate", &PyTranslator::translate, py::arg("texts"), py::kw_only(), py::arg("return_attention") = false,
            py::arg("prefixes") = py::none(), py::arg("constraints") = py::none(),

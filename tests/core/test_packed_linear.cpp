@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <thread>
 
 #include "decoding/search.h"
@@ -10,6 +11,7 @@
 #include "model/seq2seq.h"
 #include "runtime/packed_linear.h"
 #include "small_models.h"
+#include "util/cpu_kernels.h"
 
 using namespace attnmt;
 using namespace attnmt::test;
@@ -58,6 +60,41 @@ TEST_CASE("PackedLinear bf16 rounds both operands to bfloat16 and accumulates in
   REQUIRE(max_abs_diff(y, expected) < 1e-3);
   // ...and it is not the fp32 product: rounding moves these sums of 64 terms by ~1e-2.
   REQUIRE(max_abs_diff(y, torch::addmm(b, x, w.t())) > 1e-3);
+}
+
+TEST_CASE("PackedLinear bf16 on the kernel test's shapes: within fp32 accumulation's bound of the rounded operands",
+          "[packed][isa]") {
+  const auto& hardware = this_cpu_hardware_flags();
+  const auto kernel = bf16_kernel(this_cpu_flags());
+  WARN("bf16 products on this CPU (" << kernel_flags(hardware) << (cpu_isa_forced() ? ", ATTNMT_CPU_ISA=" : "")
+                                     << (cpu_isa_forced() ? cpu_isa_name(this_cpu_isa()) : "")
+                                     << "): " << bf16_kernel_name(kernel));
+  if (!packed_linear_available()) {
+    ATTNMT_MISSING_DEPENDENCY("built without oneDNN: no bf16 products to check");
+    return;
+  }
+  torch::manual_seed(6);
+  for (const int64_t m : {1, 3, 4, 5, 7, 53}) {
+    for (const int64_t n : {1, 15, 16, 17, 40}) {
+      for (const int64_t k : {1, 3, 4, 5, 37, 64}) {
+        auto w = torch::randn({n, k}) * 0.3, b = torch::randn({n}) * 0.5, x = torch::randn({m, k});
+        PackedLinear packed(w, b, ProductPrecision::kBf16);
+        // Where the CPU has native bf16 products they must run. Elsewhere oneDNN emulates them on
+        // AVX-512 (decoding does not ask it to: seq2seq_step_model.cpp), or has none (AVX2).
+        if (kernel != Bf16Kernel::kEmulated) REQUIRE(packed.packed());
+        if (!packed.packed()) continue;
+        const auto y = packed(x).to(torch::kDouble);
+        // A product of two bfloat16 values is exact in fp32 (8 + 8 significant bits), so the only
+        // error is the fp32 sum's: at most (k + 1) 2^-24 times the sum of the magnitudes.
+        auto round = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
+        const auto exact = torch::mm(round(x), round(w).t()) + b.to(torch::kDouble);
+        const auto magnitude = torch::mm(round(x).abs(), round(w).abs().t()) + b.to(torch::kDouble).abs();
+        const auto bound = magnitude * (static_cast<double>(k + 1) * std::ldexp(1.0, -24)) + 1e-30;
+        INFO(m << " x " << n << " x " << k);
+        REQUIRE(((y - exact).abs() <= bound).all().item<bool>());
+      }
+    }
+  }
 }
 
 TEST_CASE("PackedLinear runs in several threads at once", "[packed]") {
