@@ -1,76 +1,120 @@
-// The decoder's products, fp32 (oneDNN's matmul on a packed weight, as runtime/packed_linear.cpp
-// runs them) against int8 (runtime/int8_gemm.h), at a beam's row counts; one thread; best of 5
-// timings of REPS products each (docs/performance.md#int8-decoding). Also prints the largest
-// difference between the two results. Build and run from the repository root:
-//   g++ -O2 -std=c++17 -Isrc tools/bench_int8_products.cpp src/runtime/int8_gemm.cpp -ldnnl -o /tmp/b
+// The decoder's products per path, as the runtime runs them: fp32 and bf16 by oneDNN's matmul on a
+// packed weight (runtime/packed_linear.cpp), int8 by every kernel this CPU runs (runtime/int8_gemm.h,
+// quantisation of the input included), at a beam's row counts (5, 64, 320); one thread; best of 5
+// timings of REPS products each (docs/performance.md#int8-decoding). Build and run from the
+// repository root after a build (build/generated holds build_features.h):
+//   g++ -O3 -std=c++17 -Isrc -Ibuild/generated tools/bench_int8_products.cpp src/runtime/int8_gemm.cpp \
+//       src/util/cpu_kernels.cpp -ldnnl -o /tmp/b
 //   OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE /tmp/b [REPS]
+// ATTNMT_CPU_ISA caps the kernels as it does for attnmt (and oneDNN's, through the engine).
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdint>
+#include <cstdlib>
+#include <functional>
 #include <random>
+#include <string>
 #include <vector>
-#include <algorithm>
+
+#include "runtime/dnnl_engine.h"
 #include "runtime/int8_gemm.h"
+#include "util/cpu_kernels.h"
+
 using namespace dnnl;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-engine eng(engine::kind::cpu, 0);
-stream strm(eng);
+
+namespace {
+
+double best_seconds(int reps, const std::function<void()>& run) {
+  run();
+  double best = 1e9;
+  for (int round = 0; round < 5; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) run();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps);
+  }
+  return best;
+}
+
+// oneDNN's matmul y = x W^T + b with W packed once, operands in `type` (f32 or bf16).
+std::function<void()> packed_product(dt type, const std::vector<float>& w, const std::vector<float>& b,
+                                     const std::vector<float>& x, std::vector<float>& y, int64_t m, int64_t k,
+                                     int64_t n) {
+  auto& eng = attnmt::dnnl_cpu_engine();
+  memory::desc src({m, k}, type, tag::ab), wany({k, n}, type, tag::any), dst({m, n}, dt::f32, tag::ab),
+      bd({1, n}, dt::f32, tag::ab);
+  auto pd = std::make_shared<matmul::primitive_desc>(matmul::desc(src, wany, bd, dst), eng);
+  stream strm(eng);
+  memory wuser({{k, n}, dt::f32, tag::ba}, eng, const_cast<float*>(w.data()));
+  auto wpack = std::make_shared<memory>(pd->weights_desc(), eng);
+  reorder(wuser, *wpack).execute(strm, wuser, *wpack);
+  memory xuser({{m, k}, dt::f32, tag::ab}, eng, const_cast<float*>(x.data()));
+  auto xm = std::make_shared<memory>(src, eng);
+  auto ym = std::make_shared<memory>(dst, eng, y.data());
+  auto bm = std::make_shared<memory>(bd, eng, const_cast<float*>(b.data()));
+  auto prim = std::make_shared<matmul>(*pd);
+  const bool convert = type != dt::f32;
+  return [=, &eng]() mutable {
+    stream s(eng);
+    if (convert) reorder(xuser, *xm).execute(s, xuser, *xm);  // the input's conversion, as at run time
+    prim->execute(s, {{DNNL_ARG_SRC, convert ? *xm : xuser}, {DNNL_ARG_WEIGHTS, *wpack}, {DNNL_ARG_BIAS, *bm},
+                      {DNNL_ARG_DST, *ym}});
+    s.wait();
+  };
+}
+
+std::string dashes(size_t columns) {
+  std::string out;
+  for (size_t i = 0; i < columns; ++i) out += "---:|";
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  using namespace attnmt;
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 100;
   std::mt19937 g(1);
   std::normal_distribution<float> nd(0, 1);
-  int reps = argc > 1 ? atoi(argv[1]) : 200;
-  for (auto [K, N] : std::vector<std::pair<int64_t,int64_t>>{{256, 8000}, {256, 1024}, {512, 1024}, {768, 256}, {256, 512}}) {
-    for (int64_t M : {5, 64, 320}) {
-      std::vector<float> W(N * K), X(M * K), B(N);
-      for (auto& v : W) v = nd(g) * 0.1f;
-      for (auto& v : X) v = std::tanh(nd(g));
-      for (auto& v : B) v = nd(g) * 0.1f;
-      // fp32 packed
-      memory::desc src({M, K}, dt::f32, tag::ab), wany({K, N}, dt::f32, tag::any), dst({M, N}, dt::f32, tag::ab), bd({1, N}, dt::f32, tag::ab);
-      matmul::primitive_desc pf(matmul::desc(src, wany, bd, dst), eng);
-      memory wuser({{K, N}, dt::f32, tag::ba}, eng, W.data());
-      memory wpack(pf.weights_desc(), eng);
-      reorder(wuser, wpack).execute(strm, wuser, wpack);
-      std::vector<float> Y(M * N), Y8(M * N);
-      memory xm(src, eng, X.data()), ym(dst, eng, Y.data()), bm(bd, eng, B.data());
-      matmul pfm(pf);
-      // int8: quantize W per N
-      std::vector<int8_t> Wq(N * K); std::vector<float> ws(N);
-      for (int64_t n = 0; n < N; ++n) {
-        float mx = 0; for (int64_t k = 0; k < K; ++k) mx = std::max(mx, std::fabs(W[n * K + k]));
-        ws[n] = mx / 127.f;
-        for (int64_t k = 0; k < K; ++k) Wq[n * K + k] = (int8_t)std::lrint(W[n * K + k] / ws[n]);
+  const auto& flags = this_cpu_flags();
+  const auto kernels = int8_kernels_runnable(flags);
+  const bool bf16 = has_native_bf16(flags);
+  std::printf("CPU flags: %s; int8 kernel in use: %s; bf16: %s\n\n", kernel_flags(flags).c_str(),
+              int8_kernel_name(Int8Matrix::kernel_in_use()), bf16_kernel_name(bf16_kernel(flags)));
+  std::string header = "| K x N | rows | fp32 GFLOP/s |";
+  if (bf16) header += " bf16 GFLOP/s |";
+  for (auto kernel : kernels) header += std::string(" int8 ") + int8_kernel_name(kernel) + " GOP/s |";
+  std::printf("%s\n|---|---:|%s\n", header.c_str(), dashes((bf16 ? 2 : 1) + kernels.size()).c_str());
+  for (auto [k, n] : std::vector<std::pair<int64_t, int64_t>>{{256, 4000}, {256, 8000}, {256, 1024}, {768, 256}}) {
+    for (int64_t m : {5, 64, 320}) {
+      std::vector<float> w(n * k), x(m * k), b(n), y(m * n);
+      for (auto& v : w) v = nd(g) * 0.1f;
+      for (auto& v : x) v = std::tanh(nd(g));
+      for (auto& v : b) v = nd(g) * 0.1f;
+      const double ops = 2.0 * static_cast<double>(m * n * k);
+      std::string row = "| " + std::to_string(k) + " x " + std::to_string(n) + " | " + std::to_string(m) + " |";
+      char cell[32];
+      std::snprintf(cell, sizeof cell, " %.0f |", ops / best_seconds(reps, packed_product(dt::f32, w, b, x, y, m, k, n)) / 1e9);
+      row += cell;
+      if (bf16) {
+        std::snprintf(cell, sizeof cell, " %.0f |", ops / best_seconds(reps, packed_product(dt::bf16, w, b, x, y, m, k, n)) / 1e9);
+        row += cell;
       }
-      primitive_attr attr; attr.set_output_scales(2, ws);
-      memory::desc s8src({M, K}, dt::s8, tag::ab), w8any({K, N}, dt::s8, tag::any);
-      matmul::primitive_desc p8(matmul::desc(s8src, w8any, dst), attr, eng);
-      memory w8user({{K, N}, dt::s8, tag::ba}, eng, Wq.data());
-      memory w8pack(p8.weights_desc(), eng);
-      reorder(w8user, w8pack).execute(strm, w8user, w8pack);
-      strm.wait();
-      std::vector<int8_t> Xq(M * K); std::vector<float> xs(M);
-      memory xqm(s8src, eng, Xq.data()), y8m(dst, eng, Y8.data());
-      matmul p8m(p8);
-      auto run_f = [&] { pfm.execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, wpack}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, ym}}); strm.wait(); };
-      attnmt::Int8Matrix pk(W.data(), B.data(), N, K); attnmt::Int8Rows ub; auto run_8 = [&] { pk.quantize(X.data(), M, ub); pk.multiply(ub, 0, pk.blocks(), Y8.data(), N); };
-      run_f(); run_8();
-      double tf = 1e9, t8 = 1e9;
-      for (int round = 0; round < 5; ++round) {
-        auto t0 = std::chrono::steady_clock::now();
-        for (int r = 0; r < reps; ++r) run_f();
-        auto t1 = std::chrono::steady_clock::now();
-        for (int r = 0; r < reps; ++r) run_8();
-        auto t2 = std::chrono::steady_clock::now();
-        tf = std::min(tf, std::chrono::duration<double>(t1 - t0).count() / reps);
-        t8 = std::min(t8, std::chrono::duration<double>(t2 - t1).count() / reps);
+      Int8Matrix matrix(w.data(), b.data(), n, k);
+      Int8Rows rows;
+      for (auto kernel : kernels) {
+        const double s = best_seconds(reps, [&] {
+          matrix.quantize(x.data(), m, rows, kernel);
+          matrix.multiply(rows, 0, matrix.blocks(), y.data(), n, kernel);
+        });
+        std::snprintf(cell, sizeof cell, " %.0f |", ops / s / 1e9);
+        row += cell;
       }
-      double maxd = 0, maxy = 0;
-      for (int64_t i = 0; i < M * N; ++i) { maxd = std::max(maxd, (double)std::fabs(Y[i] - Y8[i])); maxy = std::max(maxy, (double)std::fabs(Y[i])); }
-      printf("K=%4ld N=%5ld M=%4ld  fp32 %8.1f us (%5.1f GF/s)  int8 %8.1f us (%5.1f GOP/s)  ratio %.2f  maxdiff %.4f / %.2f\n", K, N, M, tf * 1e6, 2.0 * M * N * K / tf / 1e9, t8 * 1e6, 2.0 * M * N * K / t8 / 1e9, tf / t8, maxd, maxy);
+      std::printf("%s\n", row.c_str());
     }
   }
 }

@@ -295,7 +295,7 @@ Int8Kernel Int8Matrix::kernel_in_use() {
 }
 
 Int8Matrix::Int8Matrix(const float* weight, const float* bias, int64_t n, int64_t k)
-    : n_(n), k_(k), padded_k_((k + 3) / 4 * 4) {
+    : n_(n), k_(k), padded_k_((k + 3) / 4 * 4), onednn_(std::make_unique<OneDnnSlot>()) {
   const auto width = static_cast<size_t>(blocks() * kBlock);
   packed_.assign(width * static_cast<size_t>(padded_k_), 0);
   scales_.assign(width, 0.f);
@@ -319,10 +319,6 @@ Int8Matrix::Int8Matrix(const float* weight, const float* bias, int64_t n, int64_
   }
 }
 
-Int8Matrix::Int8Matrix() = default;
-Int8Matrix::Int8Matrix(Int8Matrix&&) noexcept = default;
-Int8Matrix& Int8Matrix::operator=(Int8Matrix&&) noexcept = default;
-Int8Matrix::~Int8Matrix() = default;
 
 int8_t Int8Matrix::value(int64_t n, int64_t k) const { return packed_[packed_index(n, k, padded_k_)]; }
 
@@ -382,10 +378,22 @@ struct Int8Matrix::OneDnn {
 #endif
 };
 
+struct Int8Matrix::OneDnnSlot {
+  std::once_flag once;
+  std::unique_ptr<OneDnn> value;
+};
+
+Int8Matrix::Int8Matrix() : onednn_(std::make_unique<OneDnnSlot>()) {}
+Int8Matrix::Int8Matrix(Int8Matrix&&) noexcept = default;
+Int8Matrix& Int8Matrix::operator=(Int8Matrix&&) noexcept = default;
+Int8Matrix::~Int8Matrix() = default;
+
 const Int8Matrix::OneDnn& Int8Matrix::onednn() const {
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (onednn_) return *onednn_;
+  std::call_once(onednn_->once, [this] { onednn_->value = make_onednn(); });
+  return *onednn_->value;
+}
+
+std::unique_ptr<Int8Matrix::OneDnn> Int8Matrix::make_onednn() const {
   auto d = std::make_unique<OneDnn>();
 #ifdef ATTNMT_WITH_DNNL
   using dnnl::memory;
@@ -403,8 +411,7 @@ const Int8Matrix::OneDnn& Int8Matrix::onednn() const {
   dnnl::reorder(user, d->weights).execute(stream, user, d->weights);
   stream.wait();
 #endif
-  onednn_ = std::move(d);
-  return *onednn_;
+  return d;
 }
 
 void Int8Matrix::dequantize(const int32_t* sums, int64_t ld_sums, const Int8Rows& x, int64_t first_block,

@@ -84,9 +84,11 @@ class Int8Matrix {
   std::vector<float> scales_;       // [blocks * 16] sw (0 for a zero row and for padding)
   std::vector<float> bias_;         // [blocks * 16]
   std::vector<int32_t> shift_sum_;  // [blocks * 16] 64 * sum_k qw[n, k]
-  struct OneDnn;                     // AMX: oneDNN's reorder of qw and its primitives, made at first use
-  mutable std::unique_ptr<OneDnn> onednn_;
+  struct OneDnn;                     // oneDNN's reorder of qw and its primitives, made at first use
+  struct OneDnnSlot;                 // (its once_flag: made at construction, so that Int8Matrix moves)
+  std::unique_ptr<OneDnnSlot> onednn_;
   const OneDnn& onednn() const;
+  std::unique_ptr<OneDnn> make_onednn() const;
   void dequantize(const int32_t* sums, int64_t ld_sums, const Int8Rows& x, int64_t first_block, int64_t end_block,
                   float* y, int64_t ldy) const;
 };
