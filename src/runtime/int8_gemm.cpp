@@ -322,10 +322,27 @@ Int8Matrix::Int8Matrix(const float* weight, const float* bias, int64_t n, int64_
 
 int8_t Int8Matrix::value(int64_t n, int64_t k) const { return packed_[packed_index(n, k, padded_k_)]; }
 
+int64_t Int8Matrix::product_rows(Int8Kernel kernel, int64_t m) {
+  if (!multiply_whole(kernel, m) || m == 0) return m;
+  int64_t rows = 1;
+  while (rows < m && rows < 8) rows *= 2;
+  return m > 8 ? (m + 7) / 8 * 8 : rows;
+}
+
 void Int8Matrix::quantize(const float* x, int64_t m, Int8Rows& out, Int8Kernel kernel) const {
   out.rows = m;
   out.padded_cols = padded_k_;
-  out.values.assign(static_cast<size_t>(m * padded_k_), static_cast<uint8_t>(kShift));
+  const int64_t rows = product_rows(kernel, m);
+  // Only the padding is filled here (the columns past k and the rows past m): the rest is written
+  // below, and the buffer is reused from product to product.
+  out.values.resize(static_cast<size_t>(rows * padded_k_));
+  if (padded_k_ > k_) {
+    for (int64_t r = 0; r < m; ++r) {
+      std::fill(out.values.begin() + r * padded_k_ + k_, out.values.begin() + (r + 1) * padded_k_,
+                static_cast<uint8_t>(kShift));
+    }
+  }
+  std::fill(out.values.begin() + m * padded_k_, out.values.end(), static_cast<uint8_t>(kShift));
   out.scales.resize(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; ++r) {
     uint8_t* dst = out.values.data() + r * padded_k_;
@@ -431,39 +448,46 @@ void Int8Matrix::dequantize(const int32_t* sums, int64_t ld_sums, const Int8Rows
 }
 
 void Int8Matrix::multiply(const Int8Rows& x, int64_t first_block, int64_t end_block, float* y, int64_t ldy,
-                          Int8Kernel kernel) const {
+                          Int8Kernel kernel, int64_t y_rows) const {
   const int64_t groups = padded_k_ / 4, ldx = x.padded_cols;
 #ifdef ATTNMT_WITH_DNNL
   if (multiply_whole(kernel, x.rows)) {
     if (x.rows == 0) return;
     const auto& d = onednn();
-    int64_t rows = 1;
-    while (rows < x.rows && rows < 8) rows *= 2;
-    if (x.rows > 8) rows = (x.rows + 7) / 8 * 8;
+    const int64_t rows = product_rows(kernel, x.rows);
     const auto kernel_m = d.kernel_for(rows);
-    thread_local std::vector<uint8_t> src, scratch;
-    thread_local std::vector<int32_t> sums;
-    const uint8_t* src_data = x.values.data();
-    if (rows != x.rows) {
-      src.assign(static_cast<size_t>(rows * ldx), static_cast<uint8_t>(kShift));
-      std::copy(x.values.begin(), x.values.begin() + x.rows * ldx, src.begin());
-      src_data = src.data();
+    thread_local std::vector<uint8_t> scratch, padded;
+    const uint8_t* src = x.values.data();
+    if (static_cast<int64_t>(x.values.size()) < rows * ldx) {  // quantised for another kernel
+      padded.assign(static_cast<size_t>(rows * ldx), static_cast<uint8_t>(kShift));
+      std::copy(x.values.begin(), x.values.begin() + x.rows * ldx, padded.begin());
+      src = padded.data();
     }
-    sums.resize(static_cast<size_t>(rows * d.n));
+    thread_local std::vector<int32_t> buffer;
+    // The sums go straight into y where it has the room and the layout (the decoder's products);
+    // else into a buffer.
+    const bool in_place = y_rows >= rows && ldy == d.n && first_block == 0 && end_block == blocks();
+    int32_t* sums = reinterpret_cast<int32_t*>(y);
+    if (!in_place) {
+      buffer.resize(static_cast<size_t>(rows * d.n));
+      sums = buffer.data();
+    }
     scratch.resize(std::max<size_t>(1, kernel_m->desc.scratchpad_desc().get_size()));
     auto& engine = dnnl_cpu_engine();
     using dnnl::memory;
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(kernel_m->desc.src_desc(), engine, const_cast<uint8_t*>(src_data))},
+        {DNNL_ARG_SRC, memory(kernel_m->desc.src_desc(), engine, const_cast<uint8_t*>(src))},
         {DNNL_ARG_WEIGHTS, d.weights},
-        {DNNL_ARG_DST, memory(kernel_m->desc.dst_desc(), engine, sums.data())},
+        {DNNL_ARG_DST, memory(kernel_m->desc.dst_desc(), engine, sums)},
         {DNNL_ARG_SCRATCHPAD, memory(kernel_m->desc.scratchpad_desc(), engine, scratch.data())}};
     thread_local dnnl::stream stream(engine);
     kernel_m->primitive.execute(stream, args);
     stream.wait();
-    dequantize(sums.data(), d.n, x, first_block, end_block, y, ldy);
+    dequantize(sums, d.n, x, first_block, end_block, y, ldy);
     return;
   }
+#else
+  (void)y_rows;
 #endif
   // Rows in chunks, so that a chunk's quantised input stays in L1/L2 while every block passes.
   constexpr int64_t kRowChunk = 48;

@@ -41,8 +41,10 @@ namespace attnmt {
 // Input rows quantised for Int8Matrix::multiply.
 struct Int8Rows {
   int64_t rows = 0, padded_cols = 0;
-  std::vector<uint8_t> values;  // [rows, padded_cols]: qx + 64 (padding: 64, i.e. qx = 0)
-  std::vector<float> scales;    // [rows] sx
+  // [Int8Matrix::product_rows(rows), padded_cols]: qx + 64 (padding, and rows past `rows`: 64,
+  // i.e. qx = 0)
+  std::vector<uint8_t> values;
+  std::vector<float> scales;  // [rows] sx
 };
 
 class Int8Matrix {
@@ -67,9 +69,14 @@ class Int8Matrix {
   // x [m, cols()] row-major -> rows quantised for this matrix.
   void quantize(const float* x, int64_t m, Int8Rows& out, Int8Kernel kernel = kernel_in_use()) const;
   // y[r, c] for the output columns of blocks [first_block, end_block); y row-major with leading
-  // dimension ldy (>= rows()). Where multiply_whole, every block is computed.
+  // dimension ldy (>= rows()). Where multiply_whole, every block is computed. y_rows: the rows y
+  // has room for; with product_rows(x.rows) of them and ldy == blocks() * kBlock, oneDNN writes its
+  // int32 sums into y itself and they are dequantised in place (no second buffer to stream).
   void multiply(const Int8Rows& x, int64_t first_block, int64_t end_block, float* y, int64_t ldy,
-                Int8Kernel kernel = kernel_in_use()) const;
+                Int8Kernel kernel = kernel_in_use(), int64_t y_rows = 0) const;
+  // The rows a product of m rows computes: m, or where oneDNN runs it (multiply_whole), m rounded
+  // up as its kernels are made (1, 2, 4, 8, then multiples of 8), the extra rows zero.
+  static int64_t product_rows(Int8Kernel kernel, int64_t m);
   // Whether `rows` rows run on all blocks at once, threaded by oneDNN on the caller's OpenMP team,
   // rather than on the caller's split of the blocks: AMX always, AVX512-VNNI from 16 rows (oneDNN's
   // brgemm is faster there, attnmt's below: docs/performance.md); never without oneDNN.

@@ -117,22 +117,26 @@ namespace {
 
 at::Tensor int8_product(const Int8Matrix& w, const at::Tensor& x, Int8Kernel kernel) {
   const auto m = x.size(0), n = w.rows();
-  auto out = at::empty({m, n}, x.options().dtype(at::kFloat));
-  if (m == 0) return out;
+  if (m == 0) return at::empty({m, n}, x.options().dtype(at::kFloat));
   TORCH_CHECK(x.size(1) == w.cols(), "PackedLinear: input has ", x.size(1), " columns, weight ", w.cols());
   const auto input = x.to(at::kFloat).contiguous();
   thread_local Int8Rows buffer;  // reused: a decoder step makes a dozen of these products
   const Int8Rows& rows = buffer;  // (the worker threads below read the caller's)
   w.quantize(input.data_ptr<float>(), m, buffer, kernel);
+  if (Int8Matrix::multiply_whole(kernel, m)) {
+    // oneDNN threads it on this thread's team. Room for its rounded-up rows: where the row length
+    // is its own (n a multiple of 16), it writes its sums into the output, dequantised in place.
+    const int64_t room = n % Int8Matrix::kBlock == 0 ? Int8Matrix::product_rows(kernel, m) : m;
+    auto out = at::empty({room, n}, x.options().dtype(at::kFloat));
+    w.multiply(rows, 0, w.blocks(), out.data_ptr<float>(), n, kernel, room);
+    return room == m ? out : out.narrow(0, 0, m);
+  }
+  auto out = at::empty({m, n}, x.options().dtype(at::kFloat));
   // Column blocks over the calling thread's team, in chunks of at least ~64K multiply-adds
   // (a beam's few rows by a small weight is not worth waking another thread for).
   const int64_t block_work = m * Int8Matrix::kBlock * w.cols();
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, block_work));
   float* y = out.data_ptr<float>();
-  if (Int8Matrix::multiply_whole(kernel, m)) {
-    w.multiply(rows, 0, w.blocks(), y, n, kernel);  // oneDNN threads it on this thread's team
-    return out;
-  }
   at::parallel_for(0, w.blocks(), grain,
                    [&](int64_t begin, int64_t end) { w.multiply(rows, begin, end, y, n, kernel); });
   return out;

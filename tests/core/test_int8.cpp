@@ -216,6 +216,21 @@ TEST_CASE("int8 kernels: every one this CPU has equals the portable loop bit for
     }
   }
   CHECK(compared >= static_cast<int64_t>(kernels.size()) * 180);
+  // Through PackedLinear as decoding calls it: rows not a multiple of oneDNN's rounding, and
+  // outputs a multiple of 16 wide (oneDNN's sums written into the output and dequantised there).
+  for (const int64_t m : {5, 17, 53, 64, 315}) {
+    for (const int64_t n : {256, 1000}) {
+      auto w = torch::randn({n, 96}) * 0.3, b = torch::randn({n}), x = torch::randn({m, 96});
+      PackedLinear packed(w, b, ProductPrecision::kInt8);
+      const auto portable = packed.int8_with(x, Int8Kernel::kPortable);
+      for (auto kernel : kernels) {
+        INFO("PackedLinear " << int8_kernel_name(kernel) << ": " << m << " x " << n);
+        const auto y = packed.int8_with(x, kernel);
+        REQUIRE(y.sizes() == portable.sizes());
+        REQUIRE(torch::equal(y, portable));
+      }
+    }
+  }
 }
 
 TEST_CASE("int8 product: zero rows, one huge value, saturation at +-127 and +-63", "[int8]") {
