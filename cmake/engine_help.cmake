@@ -7,7 +7,7 @@ set(marker "@ATTNMT_PROGRAM@")
 
 function(record out_var)  # the engine's stdout for the arguments given; a failure stops the build
   execute_process(COMMAND "${ENGINE}" ${ARGN} OUTPUT_VARIABLE text ERROR_VARIABLE errors RESULT_VARIABLE status)
-  if(NOT status EQUAL 0 OR NOT errors STREQUAL "")
+  if(NOT status EQUAL 0 OR text STREQUAL "")
     message(FATAL_ERROR "engine_help: `attnmt-engine ${ARGN}` exited with ${status}: ${errors}")
   endif()
   string(REPLACE "${ENGINE}" "${marker}" text "${text}")
