@@ -26,6 +26,7 @@ namespace {
 
 using attnmt::cli::Command;
 
+// The commands whose code reaches no LibTorch header (the attnmt_cli library); help is built in.
 const std::vector<Command> kCommands = {
     {"score", attnmt::cli::add_score_command},
     {"config", attnmt::cli::add_config_command},
