@@ -1,6 +1,6 @@
 // Sub-commands of the attnmt program. Each add_*_command registers its sub-command on the app;
 // its callback turns options into library structs, calls the library, and throws attnmt::Error
-// (InputError -> exit 2, RuntimeError -> exit 1) on failure. main.cpp prints the one-line error.
+// (InputError -> exit 2, RuntimeError -> exit 1) on failure. cli/program.cpp prints the one-line error.
 #pragma once
 #include <CLI/CLI.hpp>
 

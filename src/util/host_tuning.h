@@ -14,7 +14,7 @@ namespace attnmt {
 // gotoblas_dynamic_quit/init, so no re-exec). ATTNMT_BLAS_CORE=keep leaves OpenBLAS's choice alone.
 void tune_process();
 
-// Registered in the program's .preinit_array (cli/main.cpp), so it runs before any shared
+// Registered in the engine's .preinit_array (cli/engine_main.cpp), so it runs before any shared
 // library's initialiser: LibTorch's allocate their operator tables before main() starts.
 // - glibc serves blocks from 128 KiB up (its threshold then adapts) with mmap and unmaps them on
 //   free, so a training step page-faulted its large tensors in again each time. Blocks up to

@@ -1,10 +1,10 @@
 // Running the real attnmt program from tests: its exit status and output, a temp dir, and the
 // tiny overfitting config (30 pairs of tests/data) that the end-to-end tests train.
 #pragma once
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,9 +32,9 @@ inline size_t occurrences(const std::string& text, const std::string& what) {
   return n;
 }
 
-// `args` is shell text after the program name (redirections allowed).
-inline Run run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " " + std::string(ATTNMT_BINARY) + " " + args + " 2>&1";
+// Runs `program` (a path) with `args`, shell text after the program name (redirections allowed).
+inline Run run_binary(const std::string& program, const std::string& args, const std::string& env = "") {
+  const std::string cmd = env + " " + program + " " + args + " 2>&1";
   Run r{0, ""};
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
@@ -45,6 +45,9 @@ inline Run run(const std::string& args, const std::string& env = "") {
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
+
+// Runs attnmt (the front program users run) with `args`, as run_binary.
+inline Run run(const std::string& args, const std::string& env = "") { return run_binary(ATTNMT_BINARY, args, env); }
 
 // Runs a bash script (for tests that start, signal and kill processes); returns its output.
 // The script is put in single quotes: it must not contain any.
@@ -116,8 +119,8 @@ inline void write(const fs::path& path, const std::string& text) {
 
 // A test that cannot run because a dependency is missing (Gloo, oneDNN, cairo, Chromium): a
 // warning on a user's machine, a failure in CI, so that CI never passes a test that did not run.
-#define ATTNMT_MISSING_DEPENDENCY(message)        \
-  do {                                            \
-    if (attnmt::test::in_ci()) FAIL(message);     \
-    WARN(message);                                \
+#define ATTNMT_MISSING_DEPENDENCY(message)    \
+  do {                                        \
+    if (attnmt::test::in_ci()) FAIL(message); \
+    WARN(message);                            \
   } while (0)

@@ -369,11 +369,11 @@ TEST_CASE("compare report in a real browser: table, sorting, seeds, one heatmap 
 TEST_CASE("run_child: the child's own peak RSS, not its parent's", "[compare]") {
   // A parent far larger than its child: 600 MiB written. Through posix_spawn, Linux counts the
   // parent's peak into the child's ru_maxrss (util/process.h); the child's own VmHWM is ~160 MiB
-  // for `attnmt --version` (LibTorch's libraries).
+  // for `attnmt-engine --version` (LibTorch's libraries), the program compare and bench run.
   std::vector<char> ballast(600u << 20, 1);
   const auto dir = fs::temp_directory_path() / ("attnmt_rss_test." + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const auto r = attnmt::run_child({ATTNMT_BINARY, "--version"}, (dir / "out.txt").string());
+  const auto r = attnmt::run_child({ATTNMT_ENGINE_BINARY, "--version"}, (dir / "out.txt").string());
   REQUIRE(r.exit_code == 0);
   CHECK(r.rss_from_child);
   CHECK(r.peak_rss_mib > 20);

@@ -1,15 +1,14 @@
-// attnmt: one program, one sub-command per task (train, translate, score, ...).
+#include "cli/program.h"
+
 #include <cstdio>
 #include <exception>
 #include <string>
 
-#include "cli/commands.h"
 #include "util/cpu_kernels.h"
 #include "util/error.h"
-#include "util/logging.h"
 #include "util/progress.h"
-#include "util/host_tuning.h"
-#include "util/signals.h"
+
+namespace attnmt::cli {
 
 namespace {
 
@@ -18,12 +17,18 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
-int run(int argc, char** argv) {
-  using namespace attnmt;
+int print(const std::string& text) {
+  std::printf("%s", text.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int run_program(int argc, char** argv, const std::vector<Command>& commands, RecordedHelp recorded) {
   CLI::App app{"attnmt: RNN encoder-decoder NMT with pluggable attention"};
   app.set_version_flag("--version", std::string("attnmt ") + ATTNMT_VERSION);
   app.require_subcommand(1);
-  cli::GlobalOptions global;
+  GlobalOptions global;
   global.args.assign(argv + 1, argv + argc);
   app.add_flag("--debug", global.debug, "Verbose logging; errors show their backtrace");
   app.add_option_function<std::string>(
@@ -33,38 +38,43 @@ int run(int argc, char** argv) {
   auto* help = app.add_subcommand("help", "Show help for attnmt or one of its commands");
   std::string help_topic;
   help->add_option("command", help_topic, "Command to describe");
-
-  cli::add_train_command(app, global);
-  cli::add_translate_command(app, global);
-  cli::add_score_command(app, global);
-  cli::add_bench_command(app, global);
-  cli::add_align_command(app, global);
-  cli::add_plot_command(app, global);
-  cli::add_compare_command(app, global);
-  cli::add_lexicon_command(app, global);
-  cli::add_average_command(app, global);
-  cli::add_config_command(app, global);
-  cli::add_serve_command(app, global);
-  cli::add_convert_command(app, global);
-  cli::add_export_command(app, global);
+  for (const Command& command : commands) {
+    command.add(app, global);
+    // The front routes command lines by these names: one that is not the command's own throws here
+    // (uncaught, on every run), rather than sending that command to the engine unnoticed.
+    app.get_subcommand(command.name);
+  }
 
   try {
     select_cpu_isa();  // a bad ATTNMT_CPU_ISA is one error line, before anything runs
+    if (recorded) {
+      if (auto text = recorded(global.args, argv[0])) return print(*text);
+    }
     app.parse(argc, argv);
     if (help->parsed()) {
-      if (help_topic.empty()) {
-        std::printf("%s", app.help().c_str());
-      } else {
-        CLI::App* sub = nullptr;
-        try {
-          sub = app.get_subcommand(help_topic);
-        } catch (const CLI::OptionNotFound&) {
-          return fail("unknown command '" + help_topic + "' (see 'attnmt --help')", 2);
-        }
-        std::printf("%s", sub->help().c_str());
+      if (recorded) {
+        // The record has every command's help, this program's and those it lacks alike.
+        std::vector<std::string> asked{"help"};
+        if (!help_topic.empty()) asked.push_back(help_topic);
+        if (auto text = recorded(asked, argv[0])) return print(*text);
+        return fail("unknown command '" + help_topic + "' (see 'attnmt --help')", 2);
       }
+      if (help_topic.empty()) return print(app.help());
+      CLI::App* sub = nullptr;
+      try {
+        sub = app.get_subcommand(help_topic);
+      } catch (const CLI::OptionNotFound&) {
+        return fail("unknown command '" + help_topic + "' (see 'attnmt --help')", 2);
+      }
+      return print(sub->help());
     }
   } catch (const CLI::CallForHelp& e) {
+    if (recorded) {
+      // The whole program's help lists the commands this program lacks too: the engine's text.
+      std::vector<std::string> asked{"--help"};
+      if (!app.get_subcommands().empty()) asked.insert(asked.begin(), app.get_subcommands().front()->get_name());
+      if (auto text = recorded(asked, argv[0])) return print(*text);
+    }
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
@@ -83,14 +93,4 @@ int run(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace
-
-// Before any shared library's initialiser, LibTorch's included (util/host_tuning.h).
-__attribute__((section(".preinit_array"), used)) static void (*const attnmt_preinit)(int, char**, char**) =
-    attnmt::tune_malloc_at_start;
-
-int main(int argc, char** argv) {
-  attnmt::take_stop_signals_on_own_thread();  // before any other thread starts
-  attnmt::tune_process();
-  attnmt::finish_process(run(argc, argv));
-}
+}  // namespace attnmt::cli
