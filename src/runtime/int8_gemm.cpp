@@ -109,6 +109,34 @@ __attribute__((target("avx2,fma"))) void quantize_avx2(const float* x, int64_t k
   for (; j < k; ++j) out[j] = quantize_one(x[j], inverse);
 }
 
+// R rows' sums of one 16-column block (two registers of 8 per row) dequantised into y: the same
+// operations as store_row. Shared by the AVX2 and AVX-VNNI kernels.
+template <int R>
+__attribute__((target("avx2,fma"), always_inline)) inline void store_block_avx2(
+    const __m256i (&acc)[R][2], const int32_t* shift, const float* sw, const float* bias, const float* sx,
+    int64_t columns, float* y, int64_t ldy) {
+  #pragma GCC unroll 16
+  for (int h = 0; h < 2; ++h) {
+    const __m256i shift8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + h * 8));
+    const __m256 sw8 = _mm256_loadu_ps(sw + h * 8), bias8 = _mm256_loadu_ps(bias + h * 8);
+    const int64_t width = std::min<int64_t>(8, columns - h * 8);
+    if (width <= 0) break;
+    #pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m256 sums = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][h], shift8));
+      const __m256 v = _mm256_fmadd_ps(sums, _mm256_mul_ps(sw8, _mm256_set1_ps(sx[r])), bias8);
+      float* out = y + r * ldy + h * 8;
+      if (width == 8) {
+        _mm256_storeu_ps(out, v);
+      } else {
+        float lanes[8];
+        _mm256_storeu_ps(lanes, v);
+        std::memcpy(out, lanes, static_cast<size_t>(width) * sizeof(float));
+      }
+    }
+  }
+}
+
 // R rows x one 16-column block: sum_k (qx + 64) qw into two registers of 8 int32 per row.
 template <int R>
 __attribute__((target("avx2,fma"))) void block_avx2(const uint8_t* x, int64_t ldx, const int8_t* w, int64_t groups,
@@ -130,26 +158,7 @@ __attribute__((target("avx2,fma"))) void block_avx2(const uint8_t* x, int64_t ld
       acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(xb, w1), ones));
     }
   }
-  #pragma GCC unroll 16
-  for (int h = 0; h < 2; ++h) {
-    const __m256i shift8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + h * 8));
-    const __m256 sw8 = _mm256_loadu_ps(sw + h * 8), bias8 = _mm256_loadu_ps(bias + h * 8);
-    const int64_t width = std::min<int64_t>(8, columns - h * 8);
-    if (width <= 0) break;
-    #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m256 sums = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][h], shift8));
-      const __m256 v = _mm256_fmadd_ps(sums, _mm256_mul_ps(sw8, _mm256_set1_ps(sx[r])), bias8);
-      float* out = y + r * ldy + h * 8;
-      if (width == 8) {
-        _mm256_storeu_ps(out, v);
-      } else {
-        float lanes[8];
-        _mm256_storeu_ps(lanes, v);
-        std::memcpy(out, lanes, static_cast<size_t>(width) * sizeof(float));
-      }
-    }
-  }
+  store_block_avx2<R>(acc, shift, sw, bias, sx, columns, y, ldy);
 }
 
 // AVX-VNNI: as block_avx2, with vpdpbusd summing each 4 u8 x s8 straight into int32.
@@ -173,26 +182,7 @@ __attribute__((target("avx2,fma,avxvnni"))) void block_avx_vnni(const uint8_t* x
       acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], xb, w1);
     }
   }
-  #pragma GCC unroll 16
-  for (int h = 0; h < 2; ++h) {
-    const __m256i shift8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(shift + h * 8));
-    const __m256 sw8 = _mm256_loadu_ps(sw + h * 8), bias8 = _mm256_loadu_ps(bias + h * 8);
-    const int64_t width = std::min<int64_t>(8, columns - h * 8);
-    if (width <= 0) break;
-    #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m256 sums = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][h], shift8));
-      const __m256 v = _mm256_fmadd_ps(sums, _mm256_mul_ps(sw8, _mm256_set1_ps(sx[r])), bias8);
-      float* out = y + r * ldy + h * 8;
-      if (width == 8) {
-        _mm256_storeu_ps(out, v);
-      } else {
-        float lanes[8];
-        _mm256_storeu_ps(lanes, v);
-        std::memcpy(out, lanes, static_cast<size_t>(width) * sizeof(float));
-      }
-    }
-  }
+  store_block_avx2<R>(acc, shift, sw, bias, sx, columns, y, ldy);
 }
 
 #define ATTNMT_AVX512_TARGET __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni")))
