@@ -514,32 +514,30 @@ void collective(const DistributedEnv& env, c10d::Store& watch, const char* what,
   }
 }
 
-// Waits for a collective, and about once a second looks in the store for a failure a peer
-// published: a peer that failed while this rank waits here (rank 0 failing in its validation,
-// say) keeps its connections open until the others have read why, so the collective alone would
-// wait for distributed.timeout.
+// Waits for a collective, and once a second looks in the store for a failure a peer published:
+// a peer that failed while this rank waits here (rank 0 failing in its validation, say) keeps its
+// connections open until the others have read why, so the collective alone would wait for
+// distributed.timeout. Work::wait(timeout) throws when the time is up and the work still runs
+// (and rethrows the work's own error once it has failed).
 void await(Distributed::Impl& impl, const DistributedEnv& env, c10d::Work& work) {
-  using Clock = std::chrono::steady_clock;
-  auto pause = std::chrono::microseconds(20);
-  auto next_check = Clock::now() + std::chrono::seconds(1);
-  while (!work.isCompleted()) {
-    if (Clock::now() >= next_check) {
-      std::optional<std::pair<int, std::string>> failure;
-      try {
-        failure = published_failure(*impl.watch, env);
-      } catch (const std::exception&) {
-        // the store is gone with rank 0: its connections are too, and the collective fails
-      }
-      if (failure) {
-        impl.abandoned = true;
-        throw PeerError(failure_message(*failure, env, "failed"), 1);
-      }
-      next_check = Clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    try {
+      work.wait(std::chrono::milliseconds(1000));
+      return;
+    } catch (const std::exception&) {
+      if (work.isCompleted()) throw;
     }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+    std::optional<std::pair<int, std::string>> failure;
+    try {
+      failure = published_failure(*impl.watch, env);
+    } catch (const std::exception&) {
+      // the store is gone with rank 0: its connections are too, and the collective fails
+    }
+    if (failure) {
+      impl.abandoned = true;
+      throw PeerError(failure_message(*failure, env, "failed"), 1);
+    }
   }
-  work.wait();
 }
 
 void reduce_doubles(Distributed::Impl& impl, const DistributedEnv& env, std::vector<double>& values, c10d::ReduceOp op) {
