@@ -224,6 +224,7 @@ inline const DecodeConfig& decode_defaults() {
 struct DistributedConfig {
   std::string backend = "auto";  // auto (nccl on cuda when built with it, else gloo) | gloo | nccl
   double timeout = 1800;         // seconds a collective may wait for the other ranks before failing
+  double join_timeout = 300;     // seconds the ranks wait for each other at the start (a host that never comes)
   double bucket_mb = 25;         // gradients are all-reduced in buckets of about this many MiB
 };
 

@@ -298,6 +298,8 @@ const Field kFields[] = {
      "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},
     {ATTNMT_FIELD(distributed.timeout), kTrain, above(0, "seconds"),
      "Seconds a collective waits for the other ranks before failing"},
+    {ATTNMT_FIELD(distributed.join_timeout), kTrain, above(0, "seconds"),
+     "Seconds the ranks wait for each other at the start before failing, naming the ranks that did not come"},
     {ATTNMT_FIELD(distributed.bucket_mb), kTrain, above(0),
      "Gradients are all-reduced in buckets of about this many MiB"},
 

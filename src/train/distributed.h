@@ -15,6 +15,17 @@
 //     collective, which fails after distributed.timeout seconds, or as soon as a peer's
 //     connection drops (a killed rank), with an error naming this rank.
 // With world size 1 nothing is communicated and no c10d object exists.
+//
+// Starting on several hosts (what PyTorch leaves to the user, and where runs used to hang):
+//   - Gloo's sockets are bound to the local address that routes to MASTER_ADDR, not to what the
+//     host name resolves to (127.0.1.1 on a stock Debian host, which the peers cannot reach);
+//     GLOO_SOCKET_IFNAME still picks the interface when set;
+//   - the join is attnmt's own, on the store, before Gloo's: every rank publishes its version and
+//     resolved config, waits at most distributed.join_timeout for the others, and refuses a rank
+//     that differs;
+//   - a rank that fails (before the join, at it, or later) publishes its one-line error in the
+//     store (tell_peers_of_failure); the others look there while they wait at the join, in Gloo's
+//     rendezvous and in every collective, and stop within a second or two with that line.
 #pragma once
 #include <torch/torch.h>
 
@@ -23,8 +34,17 @@
 #include <vector>
 
 #include "config/config.h"
+#include "util/error.h"
 
 namespace attnmt {
+
+// An error that is not told to the other ranks through the store: they find it out by themselves
+// (a peer's published failure, a rank that differs or never came, a failed collective), or the
+// store cannot be reached.
+class PeerError : public Error {
+ public:
+  PeerError(const std::string& message, int exit_code) : Error(message, exit_code) {}
+};
 
 // torchrun's environment: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
 struct DistributedEnv {
@@ -42,11 +62,33 @@ DistributedEnv distributed_env_from_environment();
 // Whether this attnmt was built with c10d support (Gloo headers were found at build time).
 bool distributed_available();
 
+// The local end of the route to host:port (a UDP socket connected there: no packet is sent) and
+// the interface that has it: {"10.231.7.2", "veth-b"}. InputError when there is no route.
+struct LocalRoute {
+  std::string address;
+  std::string interface;  // "" when no interface lists the address
+};
+LocalRoute local_route_to(const std::string& host, int port);
+
+// What the ranks compare at the join: the resolved config as "key=value" lines, without the keys
+// that may differ per host (threads: cores differ).
+std::vector<std::string> shared_settings(const Config& config);
+
+// A rank of a --distributed run that failed before it joined (bad config, missing data): its
+// error's first line goes to the rendezvous store, for the other ranks to stop with. Rank 0 hosts
+// the store, so it keeps it up until every other rank has read the line, at most join_timeout
+// seconds. Nothing for a PeerError, when the environment is not a rank's, or when this process
+// has told the others already; never throws.
+void tell_peers_of_failure(const std::exception& error, double join_timeout);
+
 class Distributed {
  public:
-  // world_size 1: a no-op group. Otherwise joins the group (blocks until every rank is there, at
-  // most config.timeout seconds). `device` is where the gradients live.
-  Distributed(const DistributedEnv& env, const DistributedConfig& config, const torch::Device& device);
+  // world_size 1: a no-op group. Otherwise joins the group: waits for every rank at most
+  // config.join_timeout seconds (a PeerError naming the ranks that did not come, or the first
+  // that differs from rank 0 in version or `settings` (shared_settings), or that failed), then
+  // creates the process group. `device` is where the gradients live.
+  Distributed(const DistributedEnv& env, const DistributedConfig& config, const torch::Device& device,
+              const std::vector<std::string>& settings = {});
   ~Distributed();
   Distributed(const Distributed&) = delete;
   Distributed& operator=(const Distributed&) = delete;
@@ -69,11 +111,15 @@ class Distributed {
   // Overwrites every rank's tensors with rank 0's.
   void broadcast_tensors(const std::vector<torch::Tensor>& tensors);
   void barrier();
+  // After an error on this rank: its first line to the store for the others (rank 0 waits up to
+  // 10 s for them to read it: its exit would take the store away). Nothing for a PeerError.
+  void tell_peers_of_failure(const std::exception& error);
   // Wall seconds spent in allreduce_gradients so far: the transfer plus the wait for the slowest rank.
   double gradient_seconds() const { return gradient_seconds_; }
 
+  struct Impl;  // the c10d objects (distributed.cpp)
+
  private:
-  struct Impl;
   DistributedEnv env_;
   DistributedConfig config_;
   torch::Device device_;

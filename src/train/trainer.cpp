@@ -82,6 +82,7 @@ class Trainer {
   std::vector<std::vector<size_t>> epoch_batches(int64_t epoch, int64_t world_size) const;
   std::vector<Example> training_examples(const std::vector<size_t>& ids) const;
   void train_loop();
+  void start_and_train(bool debug);  // run()'s part after the join
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
   // Replica r's forward pass over `examples`: the smoothed loss (+ the attention's auxiliary loss)
   // summed over their tokens; part = [that sum, the NLL sum, the tokens].
@@ -672,9 +673,18 @@ void Trainer::run() {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   configure_compute(cfg_.threads > 0 ? cfg_.threads : std::max(1, cores / env.local_world_size), cfg_.gemm);
   const bool debug = spdlog::default_logger()->level() == spdlog::level::debug;
-  // Joins the other ranks first: a rank that then fails (a locked save dir, bad data) makes the
-  // others' next collective fail at once instead of waiting for a rendezvous that never comes.
-  dist_ = std::make_unique<Distributed>(env, cfg_.distributed, device_);
+  // Joins the other ranks first: a rank that then fails (a locked save dir, bad data) tells the
+  // others why through the store, and they stop with its line instead of waiting.
+  dist_ = std::make_unique<Distributed>(env, cfg_.distributed, device_, shared_settings(cfg_));
+  try {
+    start_and_train(debug);
+  } catch (const std::exception& e) {
+    dist_->tell_peers_of_failure(e);  // while this rank's connections are still open
+    throw;
+  }
+}
+
+void Trainer::start_and_train(bool debug) {
   if (is_main()) {
     run_dir_ = std::make_unique<RunDir>(cfg_.train.save_dir);
     setup_logging(debug, run_dir_->file("train.log"));
