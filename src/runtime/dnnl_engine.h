@@ -4,6 +4,7 @@
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
 #include <exception>
 
 #include "util/cpu_kernels.h"
@@ -34,6 +35,16 @@ inline void cap_onednn_isa() {
     return true;
   }();
   (void)done;
+}
+
+// The row count a product of m rows runs at (1, 2, 4, 8, then multiples of 8; the extra rows computed
+// and dropped): each row count needs a kernel of its own, and decoding's rows shrink one sentence
+// at a time, so exact counts compiled hundreds of kernels per run. For runtime/packed_linear.cpp's
+// fp32/bf16 products and runtime/int8_gemm.cpp's oneDNN ones.
+inline int64_t dnnl_row_count(int64_t m) {
+  int64_t rows = 1;
+  while (rows < m && rows < 8) rows *= 2;
+  return m > 8 ? (m + 7) / 8 * 8 : rows;
 }
 
 inline dnnl::engine& dnnl_cpu_engine() {

@@ -313,10 +313,12 @@ Int8Matrix::Int8Matrix(const float* weight, const float* bias, int64_t n, int64_
 int8_t Int8Matrix::value(int64_t n, int64_t k) const { return packed_[packed_index(n, k, padded_k_)]; }
 
 int64_t Int8Matrix::product_rows(Int8Kernel kernel, int64_t m) {
-  if (!multiply_whole(kernel, m) || m == 0) return m;
-  int64_t rows = 1;
-  while (rows < m && rows < 8) rows *= 2;
-  return m > 8 ? (m + 7) / 8 * 8 : rows;
+#ifdef ATTNMT_WITH_DNNL
+  if (multiply_whole(kernel, m) && m > 0) return dnnl_row_count(m);
+#else
+  (void)kernel;
+#endif
+  return m;
 }
 
 void Int8Matrix::quantize(const float* x, int64_t m, Int8Rows& out, Int8Kernel kernel) const {
@@ -350,7 +352,7 @@ void Int8Matrix::quantize(const float* x, int64_t m, Int8Rows& out, Int8Kernel k
 
 // AMX-INT8: oneDNN's matmul u8 [M, padded_k] x s8 [padded_k, blocks * 16] -> s32, the weight in the
 // layout oneDNN picks (its brgemm kernels for the best ISA it may use: AMX tiles where the CPU has
-// them). One primitive per row count, rounded up as runtime/packed_linear.cpp's are.
+// them). One primitive per row count, rounded up (dnnl_row_count).
 struct Int8Matrix::OneDnn {
 #ifdef ATTNMT_WITH_DNNL
   struct Kernel {

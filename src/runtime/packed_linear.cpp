@@ -154,12 +154,7 @@ at::Tensor PackedLinear::operator()(const at::Tensor& x) const {
     if (m == 0) return at::empty({0, im.weight.size(0)}, x.options());
     TORCH_CHECK(x.size(1) == im.weight.size(1), "PackedLinear: input has ", x.size(1), " columns, weight ",
                 im.weight.size(1));
-    // Row counts are rounded up (to 1, 2, 4, 8, then multiples of 8), and the extra rows computed
-    // and dropped: each row count needs a kernel of its own, and decoding's rows shrink one
-    // sentence at a time, so exact counts compiled hundreds of kernels per run.
-    int64_t rows = 1;
-    while (rows < m && rows < 8) rows *= 2;
-    if (m > 8) rows = (m + 7) / 8 * 8;
+    const int64_t rows = dnnl_row_count(m);  // rounded up: a kernel per row count
     auto kernel = im.kernel_for(rows);
     const auto* desc = &kernel->desc;
     const auto src_dtype = im.src_type == memory::data_type::bf16 ? at::kBFloat16 : at::kFloat;
