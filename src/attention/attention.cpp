@@ -2,6 +2,9 @@
 
 #include "attention/inference_products.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace attnmt {
 
 namespace {
@@ -21,6 +24,45 @@ AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const 
   for (const auto& t : extra) out.extra.push_back(select_defined(t, index));
   out.group = group;
   return out;
+}
+
+void AttentionMemory::keep_rows(const std::vector<int64_t>& rows) {
+  for (size_t i = 1; i < rows.size(); ++i) TORCH_CHECK(rows[i - 1] < rows[i], "keep_rows: rows out of order");
+  std::vector<torch::Tensor*> fields{&values, &keys, &mask, &lengths};
+  for (auto& t : extra) fields.push_back(&t);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> done;  // (before, after), for aliases
+  torch::Tensor index;
+  for (auto* field : fields) {
+    auto& t = *field;
+    if (!t.defined()) continue;
+    const auto same = std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.first.is_same(t); });
+    if (same != done.end()) {
+      t = same->second;
+      continue;
+    }
+    const auto before = t;
+    // Handles to this tensor: `before`, and each field that is it (keys often alias values).
+    const auto handles = 1 + std::count_if(fields.begin(), fields.end(), [&](auto* f) { return f->is_same(before); });
+    const bool alone = t.device().is_cpu() && t.dim() >= 1 && t.is_contiguous() && t.storage_offset() == 0 &&
+                       t.storage().use_count() == 1 && static_cast<int64_t>(t.use_count()) == handles;
+    if (alone) {
+      const auto row_bytes = static_cast<size_t>(t.numel() / std::max<int64_t>(1, t.size(0))) * t.element_size();
+      auto* base = static_cast<char*>(t.data_ptr());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto from = static_cast<size_t>(rows[i]);
+        if (from != i) std::memmove(base + i * row_bytes, base + from * row_bytes, row_bytes);
+      }
+      // Shrunk in place (resize_ keeps the storage): a narrow() view would keep the old tensor
+      // alive as its base outside inference mode, and the next call would have to copy.
+      auto sizes = t.sizes().vec();
+      sizes[0] = static_cast<int64_t>(rows.size());
+      t.resize_(sizes);
+    } else {
+      if (!index.defined()) index = torch::tensor(rows, torch::kLong);
+      t = t.index_select(0, index.to(t.device()));
+    }
+    done.emplace_back(before, t);
+  }
 }
 
 torch::Tensor AttentionMemory::row_mask() const {

@@ -4,10 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "decoding/neg_inf.h"
 #include "runtime/fast_exp.h"
+#include "util/cpu_kernels.h"
 
 namespace attnmt {
 
@@ -102,6 +108,59 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima(
   return row;
 }
 
+// Which of a block's n <= 64 logits exceed t (bit i: x[i] > t). The top-k scan offers only those:
+// in a row's first blocks nearly every block's maximum passes the C-th best, and offering its 64
+// values one by one was most of the scan's time. NaN never passes (nor would it be offered).
+uint64_t above_portable(const float* x, int64_t n, float t) {
+  uint64_t bits = 0;
+  for (int64_t i = 0; i < n; ++i) bits |= static_cast<uint64_t>(x[i] > t) << i;
+  return bits;
+}
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) uint64_t above_avx512(const float* x, int64_t n, float t) {
+  if (n != kBlock) return above_portable(x, n, t);
+  const __m512 tv = _mm512_set1_ps(t);
+  uint64_t bits = 0;
+  for (int i = 0; i < 4; ++i) {
+    bits |= static_cast<uint64_t>(_mm512_cmp_ps_mask(_mm512_loadu_ps(x + 16 * i), tv, _CMP_GT_OQ)) << (16 * i);
+  }
+  return bits;
+}
+__attribute__((target("avx2"))) uint64_t above_avx2(const float* x, int64_t n, float t) {
+  if (n != kBlock) return above_portable(x, n, t);
+  const __m256 tv = _mm256_set1_ps(t);
+  uint64_t bits = 0;
+  for (int i = 0; i < 8; ++i) {
+    const auto lanes = static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + 8 * i), tv, _CMP_GT_OQ)));
+    bits |= static_cast<uint64_t>(lanes) << (8 * i);
+  }
+  return bits;
+}
+#endif
+using AboveFn = uint64_t (*)(const float*, int64_t, float);
+// Chosen once from the flags ATTNMT_CPU_ISA leaves (every path gives the same bits).
+AboveFn above_fn() {
+  static const AboveFn fn = [] {
+#if defined(__x86_64__)
+    const auto& flags = this_cpu_flags();
+    if (flags.count("avx512f")) return &above_avx512;
+    if (flags.count("avx2")) return &above_avx2;
+#endif
+    return &above_portable;
+  }();
+  return fn;
+}
+
+// A float below which no logit x can give base + x - log Z > threshold (offset = base - log Z):
+// (threshold - offset) rounded to float, less a margin for that rounding, so that the filter
+// passes every logit the exact (double) test would.
+float filter_bound(double threshold, double offset) {
+  const double t = threshold - offset;
+  if (!(t > -std::numeric_limits<float>::max())) return kNegInfF;  // -inf (list not full) or NaN
+  if (t > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+  return static_cast<float>(t - std::fabs(t) * 1e-6 - 1e-30);
+}
+
 // log Z of a row whose maximum m is known.
 double log_normalizer_with_max(const float* row, int64_t V, float m) {
   if (!(m > kNegInfF) || std::isinf(m)) return m;  // all -inf (or +inf somewhere): as ATen's, no NaN from inf - inf
@@ -152,6 +211,7 @@ Candidates best_candidates(const torch::Tensor& logits, const std::vector<double
   }
   const auto x = logits.contiguous();
   const float* p = x.data_ptr<float>();
+  const AboveFn above = above_fn();
   at::parallel_for(0, A, 1, [&](int64_t begin, int64_t end) {
     for (int64_t a = begin; a < end; ++a) {
       TopList top(C);
@@ -159,13 +219,25 @@ Candidates best_candidates(const torch::Tensor& logits, const std::vector<double
       for (int64_t k = 0; k < K; ++k) {
         const int64_t row = a * K + k;
         if (base[row] == kNegInf) continue;  // a dead beam
+        // No candidate of the row can beat its running score (x - log Z <= 0): once the C-th best
+        // is above it, the row is not read at all. (The margin covers the rounding of the sums.)
+        if (!log_probs && top.full() && base[row] + 1e-9 * std::max(1.0, std::fabs(base[row])) < top.threshold()) {
+          continue;
+        }
         const float* r = p + row * V;
         const float m = block_maxima(r, V, block_max.data());
         const double offset = base[row] - (log_probs ? 0.0 : log_normalizer_with_max(r, V, m));
         for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {
           if (top.full() && !(static_cast<double>(block_max[static_cast<size_t>(b)]) + offset > top.threshold())) continue;
           const int64_t n = std::min(kBlock, V - b0);
-          for (int64_t v = b0; v < b0 + n; ++v) top.offer(static_cast<double>(r[v]) + offset, k * V + v);
+          // Offered in id order (among equal scores the earlier id stays first); until the list is
+          // full every logit enters, -inf ones too.
+          uint64_t bits = top.full() ? above(r + b0, n, filter_bound(top.threshold(), offset))
+                                     : (n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1);
+          for (; bits != 0; bits &= bits - 1) {
+            const int64_t v = b0 + __builtin_ctzll(bits);
+            top.offer(static_cast<double>(r[v]) + offset, k * V + v);
+          }
         }
       }
       top.write(out.scores.data() + a * C, out.ids.data() + a * C);

@@ -251,6 +251,42 @@ TEST_CASE("every registered attention: per-step state follows the beams (index_s
   }
 }
 
+TEST_CASE("keep_rows moves a memory's own rows in place and copies what others hold", "[attention]") {
+  // Beam search drops finished sentences (rows in increasing order): the result must equal
+  // index_select, tensors only this memory holds are moved within their storage (no allocation),
+  // and a tensor someone else holds is left as it was.
+  torch::manual_seed(11);
+  const std::vector<int64_t> rows{1, 3, 4};
+  const auto index = torch::tensor(rows, torch::kLong);
+  AttentionMemory m;
+  m.values = torch::randn({6, 5, 4});
+  m.keys = m.values;  // the usual alias
+  m.mask = torch::rand({6, 5}) > 0.3;
+  m.lengths = m.mask.sum(1);
+  const auto held = torch::randn({6, 3});  // another holder keeps a handle to this one
+  m.extra = {held, torch::arange(12, torch::kLong).view({6, 2})};
+  const auto want = m.index_select(index);
+  const auto held_before = held.clone();
+  const void* values_storage = m.values.storage().data();
+  m.keep_rows(rows);
+  REQUIRE(torch::equal(m.values, want.values));
+  REQUIRE(m.keys.is_same(m.values));
+  REQUIRE(torch::equal(m.mask, want.mask));
+  REQUIRE(torch::equal(m.lengths, want.lengths));
+  REQUIRE(torch::equal(m.extra[0], want.extra[0]));
+  REQUIRE(torch::equal(m.extra[1], want.extra[1]));
+  REQUIRE(m.values.storage().data() == values_storage);  // moved in place
+  REQUIRE(torch::equal(held, held_before));              // copied, not moved
+  REQUIRE(m.extra[0].storage().data() != held.storage().data());
+  // Again on what the first call left: the same, still in place.
+  const auto want2 = m.index_select(torch::tensor(std::vector<int64_t>{0, 2}, torch::kLong));
+  m.keep_rows({0, 2});
+  REQUIRE(torch::equal(m.values, want2.values));
+  REQUIRE(torch::equal(m.extra[1], want2.extra[1]));
+  REQUIRE(m.values.storage().data() == values_storage);
+  REQUIRE_THROWS(m.keep_rows({1, 0}));
+}
+
 TEST_CASE("decoding's product loops equal the tensor expressions", "[attention]") {
   // inference_products.h: scores and contexts for rows that read memory row n / group, against the
   // same products in double on a memory expanded to one row per query row. D = 37 and 512

@@ -74,7 +74,7 @@ TEST_CASE("hypotheses stop at the maximum length", "[search]") {
   }
 }
 
-TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk", "[search]") {
+TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk", "[search][isa]") {
   // candidates.h against the tensor expressions in double: V = 1003 leaves a partial block of 64
   // and a partial SIMD lane; one sentence has dead beams (running score -inf) and one a
   // +-1e3 spread so that the block test skips most blocks.
@@ -103,6 +103,26 @@ TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk",
         REQUIRE(got.scores[a * C + j] == Approx(ref_scores[a][j].item<double>()).margin(1e-4));
         if (a == 1) REQUIRE(got.ids[a * C + j] < V);  // only beam 0 is alive
       }
+    }
+  }
+  // Ties: equal scores keep the earlier id (beam k's word v is k * V + v) whichever comparison
+  // path the CPU runs (ATTNMT_CPU_ISA), and a beam whose running score is below the C-th best is
+  // never read (a NaN there would otherwise stay out anyway; its candidates could not enter).
+  {
+    auto flat = torch::zeros({2, 130});
+    flat[0].narrow(0, 64, 66).fill_(1.0f);  // the second and third blocks of row 0 hold its best
+    auto ties = best_candidates(flat, {0.0, -50.0}, 2, 4);
+    for (int64_t j = 0; j < 4; ++j) REQUIRE(ties.ids[j] == 64 + j);
+    auto low = torch::randn({3, 200});
+    low[2].fill_(std::numeric_limits<float>::quiet_NaN());
+    auto skipped = best_candidates(low, {0.0, -0.1, -1e4}, 3, 6);
+    auto ref = (low.narrow(0, 0, 2).to(torch::kDouble).log_softmax(-1) +
+                torch::tensor(std::vector<double>{0.0, -0.1}, torch::kDouble).unsqueeze(1))
+                   .view({1, 400});
+    auto [rs, ri] = ref.topk(6, 1);
+    for (int64_t j = 0; j < 6; ++j) {
+      REQUIRE(skipped.ids[j] == ri[0][j].item<int64_t>());
+      REQUIRE(skipped.scores[j] == Approx(rs[0][j].item<double>()).margin(1e-5));
     }
   }
   // Fewer candidates than asked (every beam dead but one, V = 2): padded with -inf.
