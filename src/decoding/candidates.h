@@ -8,7 +8,9 @@
 // logits"). Here, on the CPU in float: one pass per row for the maximum of each block of 64
 // logits (and so the row's), one for the sum of exp (log Z), then each block is compared, by its
 // maximum, against the C-th best so far and looked inside only when it could enter (the row is
-// not read a third time). Elsewhere (other devices and types) the tensor
+// not read a third time); inside, one comparison per 16 or 8 logits (AVX-512, AVX2) finds those
+// above it, and only they are offered. A beam whose running score is already below the C-th best
+// is not read at all (log_softmax <= 0). Elsewhere (other devices and types) the tensor
 // expressions run.
 #pragma once
 #include <torch/torch.h>
