@@ -283,7 +283,8 @@ class Launcher {
       } else if (!line.empty()) {
         publish(round, {code, rank_name(rank, world_size_) + " failed: " + line});
       } else if (!*secondary) {
-        *secondary = Failure{code, rank_name(rank, world_size_) + " " + describe_exit(status)};
+        *secondary = Failure{code, rank_name(rank, world_size_) + " " + describe_exit(status) +
+                                       " without an error of its own (no launcher named another rank)"};
         secondary_at_ = Steady::now();
       }
     }
