@@ -704,13 +704,11 @@ void tell_peers_of_failure(const std::exception& error, double join_timeout) {
 
 struct RendezvousStore::Impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
-  double timeout;
 };
 
 RendezvousStore::RendezvousStore(const std::string& address, int port, bool host, double timeout)
     : impl_(std::make_unique<Impl>()) {
   ::signal(SIGPIPE, SIG_IGN);  // a closed connection is an error to report, not the end of the launcher
-  impl_->timeout = timeout;
   const auto start = std::chrono::steady_clock::now();
   const std::string where = address + ":" + std::to_string(port);
   if (!host) {

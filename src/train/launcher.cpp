@@ -37,8 +37,8 @@ constexpr auto kGrace = std::chrono::seconds(2);             // after a failure:
 constexpr auto kTermToKill = std::chrono::seconds(3);        // then SIGTERM, then SIGKILL
 constexpr auto kSecondaryWait = std::chrono::seconds(2);     // see Launcher::supervise
 
-// Set once this process's launcher has reached the rendezvous: from then on it tells the other
-// launchers of failures itself (tell_launchers_of_failure does nothing).
+// Set once this process's launcher has started: from then on it tells the other launchers of
+// failures itself, where it can (tell_launchers_of_failure does nothing).
 std::atomic<bool> launcher_started{false};
 
 std::string launch_key(int round, const std::string& name) { return "attnmt/launch/" + std::to_string(round) + "/" + name; }
@@ -122,6 +122,7 @@ class Launcher {
  public:
   explicit Launcher(const LaunchOptions& options)
       : o_(options), world_size_(options.nnodes * options.nproc_per_node), pids_(static_cast<size_t>(options.nproc_per_node), -1) {
+    launcher_started = true;  // whatever fails from here on, this launcher tells the others itself, if it can
     if (o_.nnodes == 1) {
       address_ = "127.0.0.1";
       port_ = free_local_port();
@@ -131,7 +132,6 @@ class Launcher {
     where_ = address_ + ":" + std::to_string(port_);
     // before the stop signals are taken: Ctrl-C while waiting here for node 0 ends the launcher
     store_ = std::make_unique<RendezvousStore>(address_, port_, /*host=*/o_.node_rank == 0, o_.join_timeout);
-    launcher_started = true;
     signals_ = std::make_unique<StopSignals>();
   }
 
@@ -168,8 +168,7 @@ class Launcher {
         throw Error(fmt::format("distributed: SIG{} received while waiting for the other nodes", sigabbrev_np(sig)), 1);
       }
       if (const auto failure = published_failure(round)) {  // a launcher that failed to start
-        store_->add(key(round, "seen"), 1);
-        throw Error("distributed: " + failure->what, failure->exit_code);
+        leave(round, Error("distributed: " + failure->what, failure->exit_code));
       }
       std::string missing;
       int count = 0;
@@ -190,10 +189,26 @@ class Launcher {
     for (int n = 1; n < o_.nnodes; ++n) {
       const std::string other = store_->get(key(round, "node/" + std::to_string(n)));
       if (other != first) {
-        throw InputError(fmt::format("distributed: node {} of {} differs from node 0: it runs {}, node 0 runs {}", n,
-                                     o_.nnodes, other, first));
+        leave(round, InputError(fmt::format("distributed: node {} of {} differs from node 0: it runs {}, node 0 runs {}", n,
+                                            o_.nnodes, other, first)));
       }
     }
+  }
+
+  // Ends this launcher with `error`, which every launcher of the round has found out or been
+  // told: each says it has read it, and node 0's, whose exit takes the store away, waits for the
+  // others to have (at most 10 s).
+  [[noreturn]] void leave(int round, const Error& error) {
+    try {
+      const int64_t seen = store_->add(key(round, "seen"), 1);
+      const auto until = Steady::now() + std::chrono::seconds(10);
+      for (int64_t n = seen; o_.node_rank == 0 && n < o_.nnodes && Steady::now() < until; n = store_->add(key(round, "seen"), 0)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    } catch (const std::exception&) {
+      // the store is gone: nobody is left to wait for
+    }
+    throw error;
   }
 
   void start_ranks(int round, bool resume) {
@@ -357,7 +372,7 @@ class Launcher {
   }
 
   // Ends the run with the failure when it is not to be restarted.
-  void give_up_unless_restartable(const Failure& failure, int round) const {
+  void give_up_unless_restartable(const Failure& failure, int round) {
     std::string why;
     if (failure.exit_code == 2) {
       why = "not restarted: a restart cannot mend bad input";
@@ -372,7 +387,7 @@ class Launcher {
     } else {
       return;
     }
-    throw Error("distributed: " + failure.what + "; " + why, failure.exit_code);
+    leave(round, Error("distributed: " + failure.what + "; " + why, failure.exit_code));
   }
 
   // The step `round`'s ranks resume from (-1: none, they start over): node 0's launcher reads it in
@@ -441,10 +456,11 @@ void tell_launchers_of_failure(const LaunchOptions& options, const std::exceptio
     const Failure failure{code, "node " + std::to_string(options.node_rank) + " of " + std::to_string(options.nnodes) +
                                     " failed to start: " + line};
     if (store.add(launch_key(0, "failures"), 1) == 1) store.set(launch_key(0, "failure"), failure_text(failure));
+    store.add(launch_key(0, "seen"), 1);  // as Launcher::leave counts: every launcher, this one too
     if (!host) return;
     // node 0's launcher is the store: it stays until the others have read why
     const auto until = Steady::now() + std::chrono::milliseconds(static_cast<int64_t>(options.join_timeout * 1000));
-    while (store.add(launch_key(0, "seen"), 0) < options.nnodes - 1 && Steady::now() < until) {
+    while (store.add(launch_key(0, "seen"), 0) < options.nnodes && Steady::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   } catch (const std::exception& e) {
