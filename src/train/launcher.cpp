@@ -41,7 +41,9 @@ constexpr auto kSecondaryWait = std::chrono::seconds(2);     // see Launcher::su
 // failures itself, where it can (tell_launchers_of_failure does nothing).
 std::atomic<bool> launcher_started{false};
 
-std::string launch_key(int round, const std::string& name) { return "attnmt/launch/" + std::to_string(round) + "/" + name; }
+std::string launch_key(int round, const std::string& name) {
+  return "attnmt/launch/" + std::to_string(round) + "/" + name;
+}
 
 int free_local_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -69,7 +71,8 @@ std::pair<std::string, int> master_endpoint(int nnodes) {
     throw InputError(head + "MASTER_ADDR is not set (node 0's address, where the launchers meet)");
   }
   const char* port = std::getenv("MASTER_PORT");
-  if (port == nullptr || *port == '\0') throw InputError(head + "MASTER_PORT is not set (the port on node 0 where the launchers meet)");
+  if (port == nullptr || *port == '\0')
+    throw InputError(head + "MASTER_PORT is not set (the port on node 0 where the launchers meet)");
   char* end = nullptr;
   errno = 0;
   const long n = std::strtol(port, &end, 10);
@@ -121,7 +124,9 @@ int64_t newest_checkpoint_step(const std::string& save_dir) {
 class Launcher {
  public:
   explicit Launcher(const LaunchOptions& options)
-      : o_(options), world_size_(options.nnodes * options.nproc_per_node), pids_(static_cast<size_t>(options.nproc_per_node), -1) {
+      : o_(options),
+        world_size_(options.nnodes * options.nproc_per_node),
+        pids_(static_cast<size_t>(options.nproc_per_node), -1) {
     launcher_started = true;  // whatever fails from here on, this launcher tells the others itself, if it can
     if (o_.nnodes == 1) {
       address_ = "127.0.0.1";
@@ -189,8 +194,9 @@ class Launcher {
     for (int n = 1; n < o_.nnodes; ++n) {
       const std::string other = store_->get(key(round, "node/" + std::to_string(n)));
       if (other != first) {
-        leave(round, InputError(fmt::format("distributed: node {} of {} differs from node 0: it runs {}, node 0 runs {}", n,
-                                            o_.nnodes, other, first)));
+        leave(round,
+              InputError(fmt::format("distributed: node {} of {} differs from node 0: it runs {}, node 0 runs {}", n,
+                                     o_.nnodes, other, first)));
       }
     }
   }
@@ -202,7 +208,8 @@ class Launcher {
     try {
       const int64_t seen = store_->add(key(round, "seen"), 1);
       const auto until = Steady::now() + std::chrono::seconds(10);
-      for (int64_t n = seen; o_.node_rank == 0 && n < o_.nnodes && Steady::now() < until; n = store_->add(key(round, "seen"), 0)) {
+      for (int64_t n = seen; o_.node_rank == 0 && n < o_.nnodes && Steady::now() < until;
+           n = store_->add(key(round, "seen"), 0)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     } catch (const std::exception&) {
@@ -231,8 +238,8 @@ class Launcher {
                                {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o_.max_restarts)}});
       } catch (const Error& e) {
         // the other nodes' ranks would wait for these at their join: the round fails for all
-        const Failure failure{1, "node " + std::to_string(o_.node_rank) + " could not start " + rank_name(rank, world_size_) +
-                                     ": " + e.what()};
+        const Failure failure{1, "node " + std::to_string(o_.node_rank) + " could not start " +
+                                     rank_name(rank, world_size_) + ": " + e.what()};
         publish(round, failure);
         signal_ranks(SIGKILL);
         while (running() > 0) reap(round, nullptr);
@@ -283,7 +290,8 @@ class Launcher {
       *it = -1;
       const int rank = o_.node_rank * o_.nproc_per_node + static_cast<int>(it - pids_.begin());
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok || secondary == nullptr) spdlog::info("[dist] {} {}", rank_name(rank, world_size_), describe_exit(status));
+      if (!ok || secondary == nullptr)
+        spdlog::info("[dist] {} {}", rank_name(rank, world_size_), describe_exit(status));
       if (ok || secondary == nullptr) continue;  // secondary == nullptr: the round has failed, this rank is stopping
       failed_locally_ = true;
       const int code = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
@@ -311,7 +319,8 @@ class Launcher {
     published_ = failed_locally_ = false;
     std::optional<Failure> failure, secondary;
     auto next_look = Steady::now();
-    auto term_at = Steady::time_point::max(), kill_at = Steady::time_point::max(), finish_by = Steady::time_point::max();
+    auto term_at = Steady::time_point::max(), kill_at = Steady::time_point::max(),
+         finish_by = Steady::time_point::max();
     bool told_finished = false;
     for (;;) {
       if (const int sig = signals_->take()) {
@@ -343,7 +352,8 @@ class Launcher {
           // node 0's launcher is the store: it leaves once every node's ranks are done
           if (store_->add(key(round, "finished"), 0) >= o_.nnodes) return std::nullopt;
           if (now >= finish_by) {
-            spdlog::warn("[dist] this node's ranks are done; not every other node said so within {:g} s", o_.join_timeout);
+            spdlog::warn("[dist] this node's ranks are done; not every other node said so within {:g} s",
+                         o_.join_timeout);
             return std::nullopt;
           }
         }
@@ -383,7 +393,8 @@ class Launcher {
     } else if (o_.max_restarts == 0) {
       why = "not restarted (--max-restarts 0)";
     } else if (round >= o_.max_restarts) {
-      why = "no restarts left (" + std::to_string(o_.max_restarts) + " of " + std::to_string(o_.max_restarts) + " used)";
+      why =
+          "no restarts left (" + std::to_string(o_.max_restarts) + " of " + std::to_string(o_.max_restarts) + " used)";
     } else {
       return;
     }
@@ -404,7 +415,8 @@ class Launcher {
       throw;
     } catch (const std::exception& e) {
       const std::string what = e.what();
-      throw RuntimeError("distributed: cannot restart: the rendezvous at " + where_ + ": " + what.substr(0, what.find('\n')));
+      throw RuntimeError("distributed: cannot restart: the rendezvous at " + where_ + ": " +
+                         what.substr(0, what.find('\n')));
     }
   }
 
@@ -415,7 +427,7 @@ class Launcher {
   std::string where_;  // address:port
   std::unique_ptr<RendezvousStore> store_;
   std::unique_ptr<StopSignals> signals_;
-  std::vector<pid_t> pids_;  // this node's ranks, by local rank; -1 once exited
+  std::vector<pid_t> pids_;      // this node's ranks, by local rank; -1 once exited
   bool published_ = false;       // this launcher has published the round's failure (or tried)
   bool failed_locally_ = false;  // one of this node's ranks exited non-zero this round
   Steady::time_point secondary_at_;
@@ -464,7 +476,8 @@ void tell_launchers_of_failure(const LaunchOptions& options, const std::exceptio
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   } catch (const std::exception& e) {
-    spdlog::warn("[dist] could not tell the other launchers: {}", std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+    spdlog::warn("[dist] could not tell the other launchers: {}",
+                 std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
   }
 }
 

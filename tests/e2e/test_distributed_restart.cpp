@@ -2,7 +2,6 @@
 // checkpoint; the group restarted from the newest checkpoint ends with the parameters of a run
 // never killed. Without restarts, every process stops within seconds, naming the rank.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -59,9 +58,9 @@ TEST_CASE("distributed: --nproc 2 --max-restarts 1, rank 1 SIGKILLed after a che
   auto dir = temp_dir("dist_restart");
   const std::string cfg = restart_config(dir);
   const std::string log = (dir / "killed.log").string();
-  const auto out = shell(std::string(ATTNMT_BINARY) + " train " + cfg + " --nproc 2 --max-restarts 1 --set train.save_dir=" +
-                         (dir / "killed").string() + " > " + log + " 2>&1 & L=$!; " +
-                         wait_for_file(dir / "killed" / "ckpt.20.pt") + "P=" + pid_of(1, log) +
+  const auto out = shell(std::string(ATTNMT_BINARY) + " train " + cfg +
+                         " --nproc 2 --max-restarts 1 --set train.save_dir=" + (dir / "killed").string() + " > " + log +
+                         " 2>&1 & L=$!; " + wait_for_file(dir / "killed" / "ckpt.20.pt") + "P=" + pid_of(1, log) +
                          "; kill -9 $P && echo killed=$P; wait $L; echo rc=$?");
   const std::string text = attnmt::read_file(log);
   INFO(out << "--- launcher:\n" << text);
@@ -71,8 +70,8 @@ TEST_CASE("distributed: --nproc 2 --max-restarts 1, rank 1 SIGKILLed after a che
   const long step = restart_step(text);
   REQUIRE(step >= 20);
   REQUIRE(step < kSteps);
-  CHECK(text.find("resumed from '" + (dir / "killed" / ("ckpt." + std::to_string(step) + ".pt")).string() + "' at step " +
-                  std::to_string(step)) != std::string::npos);
+  CHECK(text.find("resumed from '" + (dir / "killed" / ("ckpt." + std::to_string(step) + ".pt")).string() +
+                  "' at step " + std::to_string(step)) != std::string::npos);
 
   auto straight = run("train " + cfg + " --nproc 2 --set train.save_dir=" + (dir / "straight").string());
   INFO(straight.output);
@@ -122,11 +121,12 @@ TEST_CASE("distributed: two hosts --nnodes 2 --max-restarts 1, host B's rank SIG
   const std::string a_log = (dir / "a.log").string(), b_log = (dir / "b.log").string();
   // docs/training.md's commands: one launcher per host, node 0's address and a port
   const auto launcher = [&](int h) {
-    return hosts.on(h) + "timeout 120 env -u GLOO_SOCKET_IFNAME MASTER_ADDR=10.231.7.1 MASTER_PORT=29500 " + ATTNMT_BINARY +
-           " train " + cfg + " --nnodes 2 --node-rank " + std::to_string(h) + " --nproc 1 --max-restarts 1";
+    return hosts.on(h) + "timeout 120 env -u GLOO_SOCKET_IFNAME MASTER_ADDR=10.231.7.1 MASTER_PORT=29500 " +
+           ATTNMT_BINARY + " train " + cfg + " --nnodes 2 --node-rank " + std::to_string(h) +
+           " --nproc 1 --max-restarts 1";
   };
-  const auto out = shell(launcher(0) + " > " + a_log + " 2>&1 & PA=$!; " + launcher(1) + " > " + b_log + " 2>&1 & PB=$!; " +
-                         wait_for_file(dir / "killed" / "ckpt.20.pt") + "P=" + pid_of(1, b_log) +
+  const auto out = shell(launcher(0) + " > " + a_log + " 2>&1 & PA=$!; " + launcher(1) + " > " + b_log +
+                         " 2>&1 & PB=$!; " + wait_for_file(dir / "killed" / "ckpt.20.pt") + "P=" + pid_of(1, b_log) +
                          "; kill -9 $P && echo killed=$P; wait $PA; echo rcA=$?; wait $PB; echo rcB=$?");
   const std::string a = attnmt::read_file(a_log), b = attnmt::read_file(b_log);
   INFO(out << "--- host A:\n" << a << "--- host B:\n" << b);
@@ -160,7 +160,8 @@ TEST_CASE("distributed: the launcher's bad option values are one-line errors, ex
       std::make_pair(std::string("--nnodes 2 --node-rank 1"),
                      std::string("--nnodes 2: environment variable MASTER_ADDR is not set")),
       std::make_pair(std::string("--nnodes 2 --node-rank 1"), std::string("")),  // with MASTER_PORT=x below
-      std::make_pair(std::string("--max-restarts 1 --distributed"), std::string("--max-restarts excludes --distributed")),
+      std::make_pair(std::string("--max-restarts 1 --distributed"),
+                     std::string("--max-restarts excludes --distributed")),
       std::make_pair(std::string("--max-restarts two"), std::string("--max-restarts")));
   const bool bad_port = said.empty();
   auto r = run("train " + cfg + " " + args,
