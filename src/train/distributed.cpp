@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,9 +24,7 @@
 #include "config/loader.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
-#include "util/process.h"
 #include "util/logging.h"
-#include "util/signals.h"
 
 #ifdef ATTNMT_WITH_C10D
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -78,6 +75,14 @@ DistributedEnv distributed_env_from_environment() {
   }
   if (e.master_port < 1 || e.master_port > 65535) throw InputError("--distributed: MASTER_PORT must be in 1..65535");
   if (e.local_world_size < 1) e.local_world_size = 1;
+  if (const char* a = std::getenv("TORCHELASTIC_USE_AGENT_STORE"); a && *a) {
+    const std::string v = a;
+    e.agent_store = v == "True" || v == "true" || v == "1";
+    if (!e.agent_store && v != "False" && v != "false" && v != "0") {
+      throw InputError("--distributed: environment variable TORCHELASTIC_USE_AGENT_STORE='" + v + "' is not True or False");
+    }
+  }
+  e.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", 0, false);
   return e;
 }
 
@@ -189,14 +194,28 @@ std::string rank_of(int rank, int world_size) {
 std::string text_of(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
 std::vector<uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
 
-c10::intrusive_ptr<c10d::TCPStore> connect_store(const DistributedEnv& env, bool server, double seconds) {
+c10::intrusive_ptr<c10d::TCPStore> open_tcp_store(const std::string& address, int port, bool server, size_t workers,
+                                                  double seconds) {
   c10d::TCPStoreOptions opts;
-  opts.port = static_cast<std::uint16_t>(env.master_port);
+  opts.port = static_cast<std::uint16_t>(port);
   opts.isServer = server;
-  opts.numWorkers = static_cast<size_t>(env.world_size);
-  opts.waitWorkers = false;  // the join below waits, and looks for failures while it does
+  opts.numWorkers = workers;
+  opts.waitWorkers = false;  // the joins wait, and look for failures while they do
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+  return c10::make_intrusive<c10d::TCPStore>(address, opts);
+}
+
+// Where this round's ranks keep their keys: torch.distributed's prefix under torchrun's agent store.
+std::string worker_prefix(int restart_count) { return "/worker/attempt_" + std::to_string(restart_count); }
+
+// This rank's connection to the rendezvous: rank 0 hosts it unless a launcher does (then every
+// rank is a client, under the round's prefix).
+c10::intrusive_ptr<c10d::Store> connect_store(const DistributedEnv& env, bool server, double seconds) {
+  if (env.agent_store) {
+    auto tcp = open_tcp_store(env.master_addr, env.master_port, /*server=*/false, static_cast<size_t>(env.world_size), seconds);
+    return c10::make_intrusive<c10d::PrefixStore>(worker_prefix(env.restart_count), tcp);
+  }
+  return open_tcp_store(env.master_addr, env.master_port, server, static_cast<size_t>(env.world_size), seconds);
 }
 
 // The lowest other rank that published a failure, and its line. Store errors propagate.
@@ -224,7 +243,7 @@ void publish_failure(c10d::Store& store, const DistributedEnv& env, const std::s
   store.set(kFailedKey + std::to_string(env.rank), bytes_of(line));
   store.add(kFailuresKey, 1);
   peers_told = true;
-  if (env.rank != 0) return;
+  if (env.rank != 0 || env.agent_store) return;  // the store outlives this process
   spdlog::info("[dist] rank 0 failed: keeping the rendezvous up for the other ranks to read why (at most {:g} s)",
                linger_seconds);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(linger_seconds * 1000));
@@ -310,9 +329,10 @@ bool port_open(const std::string& host, int port) {
 // for rank 0's port to open until join_timeout has passed since `start` (rank 0 may start later)
 // with a probe of their own: c10d's client gives up early on a refused connection, logging a line
 // each time. A PeerError when it fails: there is no store to tell the others in.
-c10::intrusive_ptr<c10d::TCPStore> reach_store(const DistributedEnv& env, bool server, double join_timeout,
-                                               std::chrono::steady_clock::time_point start) {
+c10::intrusive_ptr<c10d::Store> reach_store(const DistributedEnv& env, bool server, double join_timeout,
+                                            std::chrono::steady_clock::time_point start) {
   const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  server = server && !env.agent_store;
   if (!server) {
     while (!port_open(env.master_addr, env.master_port)) {
       if (waited() >= join_timeout) throw PeerError(waited_message(waited(), "rank 0", env), 1);
@@ -679,6 +699,50 @@ void tell_peers_of_failure(const std::exception& error, double join_timeout) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The launchers' rendezvous
+
+struct RendezvousStore::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+};
+
+RendezvousStore::RendezvousStore(const std::string& address, int port, bool host, double timeout)
+    : impl_(std::make_unique<Impl>()) {
+  ::signal(SIGPIPE, SIG_IGN);  // a closed connection is an error to report, not the end of the launcher
+  const auto start = std::chrono::steady_clock::now();
+  const std::string where = address + ":" + std::to_string(port);
+  if (!host) {
+    while (!port_open(address, port)) {
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited >= timeout) {
+        throw PeerError(fmt::format("distributed: waited {:g} s for node 0's launcher at {} (distributed.join_timeout)",
+                                    std::round(waited), where),
+                        1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  try {
+    impl_->store = open_tcp_store(address, port, host, /*workers=*/1, timeout);
+  } catch (const std::exception& e) {
+    throw RuntimeError(fmt::format("distributed: could not {} the rendezvous at {}: {}", host ? "start" : "join", where,
+                                   first_line(e.what())));
+  }
+}
+
+RendezvousStore::~RendezvousStore() = default;
+
+void RendezvousStore::set(const std::string& key, const std::string& value) { impl_->store->set(key, bytes_of(value)); }
+std::string RendezvousStore::get(const std::string& key) { return text_of(impl_->store->get(key)); }
+int64_t RendezvousStore::add(const std::string& key, int64_t delta) { return impl_->store->add(key, delta); }
+bool RendezvousStore::check(const std::string& key) { return impl_->store->check({key}); }
+
+std::string RendezvousStore::rank_failure(int restart_count, int rank) {
+  c10d::PrefixStore round(worker_prefix(restart_count), impl_->store);
+  const std::string key = kFailedKey + std::to_string(rank);
+  return round.check({key}) ? text_of(round.get(key)) : "";
+}
+
 #else  // no c10d
 
 bool distributed_available() { return false; }
@@ -704,127 +768,17 @@ void Distributed::barrier() {}
 void Distributed::tell_peers_of_failure(const std::exception&) {}
 void tell_peers_of_failure(const std::exception&, double) {}
 
+struct RendezvousStore::Impl {};
+RendezvousStore::RendezvousStore(const std::string&, int, bool, double) {
+  throw InputError("distributed training: this attnmt was built without c10d/Gloo support (install libgloo-dev and rebuild)");
+}
+RendezvousStore::~RendezvousStore() = default;
+void RendezvousStore::set(const std::string&, const std::string&) {}
+std::string RendezvousStore::get(const std::string&) { return ""; }
+int64_t RendezvousStore::add(const std::string&, int64_t) { return 0; }
+bool RendezvousStore::check(const std::string&) { return false; }
+std::string RendezvousStore::rank_failure(int, int) { return ""; }
+
 #endif
-
-// ---------------------------------------------------------------------------------------------
-// attnmt train --nproc N
-
-namespace {
-
-int free_local_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw RuntimeError(std::string("--nproc: cannot open a socket: ") + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw RuntimeError(std::string("--nproc: cannot find a free port: ") + std::strerror(errno));
-  }
-  const int port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "stopped (status " + std::to_string(status) + ")";
-}
-
-}  // namespace
-
-void launch_local_workers(int nproc, const std::vector<std::string>& worker_args, double kill_after_seconds) {
-  std::vector<std::string> argv = {self_executable()};
-  argv.insert(argv.end(), worker_args.begin(), worker_args.end());
-  const std::string port = std::to_string(free_local_port());
-
-  StopSignals stop_signals;  // SIGINT / SIGTERM are forwarded to the ranks (polled below); the
-                            // ranks start with them unblocked (spawn_child)
-
-  std::vector<pid_t> pids(static_cast<size_t>(nproc), -1);
-  for (int r = 0; r < nproc; ++r) {
-    pid_t pid = -1;
-    try {
-      pid = spawn_child(argv, {{"RANK", std::to_string(r)},
-                               {"LOCAL_RANK", std::to_string(r)},
-                               {"WORLD_SIZE", std::to_string(nproc)},
-                               {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
-                               {"MASTER_ADDR", "127.0.0.1"},
-                               {"MASTER_PORT", port}});
-    } catch (const Error& e) {
-      for (pid_t p : pids) {
-        if (p > 0) ::kill(p, SIGTERM);
-      }
-      throw RuntimeError(std::string("--nproc: ") + e.what());
-    }
-    pids[static_cast<size_t>(r)] = pid;
-    spdlog::info("[train] rank {} of {}: pid {}", r, nproc, pid);
-  }
-
-  auto rank_of = [&](pid_t pid) {
-    for (size_t r = 0; r < pids.size(); ++r)
-      if (pids[r] == pid) return static_cast<int>(r);
-    return -1;
-  };
-  auto signal_running = [&](int sig) {
-    for (pid_t p : pids)
-      if (p > 0) ::kill(p, sig);
-  };
-  // After a failure the others usually fail by themselves at their next collective (the dead
-  // rank's connections are closed); those that do not (blocked elsewhere) get SIGTERM after a
-  // grace period, then SIGKILL.
-  using Clock = std::chrono::steady_clock;
-  constexpr auto kGrace = std::chrono::seconds(10);
-  int running = nproc;
-  std::string failure;
-  int exit_code = 0;
-  Clock::time_point term_at = Clock::time_point::max(), kill_at = Clock::time_point::max();
-  // Polled every 20 ms: a signal for the ranks arrives through stop_signals, not by interrupting
-  // waitpid (no thread is interrupted by SIGINT/SIGTERM, util/signals.h).
-  while (running > 0) {
-    if (const int sig = stop_signals.take()) signal_running(sig);
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (pid == 0) {
-      const auto now = Clock::now();  // after a failure, the others get SIGTERM, then SIGKILL
-      if (now >= term_at) {
-        signal_running(SIGTERM);
-        term_at = Clock::time_point::max();
-      } else if (now >= kill_at) {
-        signal_running(SIGKILL);
-        kill_at = Clock::time_point::max();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
-    const int rank = rank_of(pid);
-    if (rank < 0) continue;
-    pids[static_cast<size_t>(rank)] = -1;
-    --running;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!failure.empty()) spdlog::info("[train] rank {} of {} {}", rank, nproc, describe_status(status));
-    if (!ok && failure.empty()) {
-      failure = "rank " + std::to_string(rank) + " of " + std::to_string(nproc) + " " + describe_status(status);
-      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-      if (running > 0) {
-        std::fprintf(stderr, "attnmt: %s: stopping the other ranks\n", failure.c_str());
-        term_at = Clock::now() + kGrace;
-        kill_at = term_at + std::chrono::milliseconds(static_cast<int64_t>(kill_after_seconds * 1000));
-      }
-    }
-  }
-  if (!failure.empty()) throw Error("--nproc " + std::to_string(nproc) + ": " + failure, exit_code == 2 ? 2 : 1);
-}
 
 }  // namespace attnmt

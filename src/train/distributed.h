@@ -29,6 +29,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,7 +47,9 @@ class PeerError : public Error {
   PeerError(const std::string& message, int exit_code) : Error(message, exit_code) {}
 };
 
-// torchrun's environment: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+// torchrun's environment: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+// and, when a launcher started the rank (attnmt's train/launcher.h, or torchrun's elastic agent),
+// TORCHELASTIC_USE_AGENT_STORE and TORCHELASTIC_RESTART_COUNT.
 struct DistributedEnv {
   int rank = 0;
   int world_size = 1;
@@ -54,6 +57,11 @@ struct DistributedEnv {
   int local_world_size = 1;  // processes on this machine (threads per process = cores / this)
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // The store on MASTER_ADDR:MASTER_PORT is the launchers' (node 0's launcher hosts it), not rank
+  // 0's: every rank connects as a client, under the prefix "/worker/attempt_<restart_count>", as
+  // torch.distributed does under torchrun; each restart is a new round on the same store.
+  bool agent_store = false;
+  int restart_count = 0;
 };
 
 // Reads the variables; InputError naming the variable when one is missing or malformed.
@@ -127,16 +135,36 @@ class Distributed {
   double gradient_seconds_ = 0;
 };
 
+// The launchers' rendezvous (train/launcher.h): a c10d TCPStore on MASTER_ADDR:MASTER_PORT that
+// node 0's launcher hosts, and the other launchers and every rank connect to. Keys are the
+// launchers' own, apart from rank_failure, which reads what a rank of a round published there.
+// Every call may throw (the store is gone: node 0's launcher stopped).
+class RendezvousStore {
+ public:
+  // host: node 0's launcher, listening on `port`. Otherwise waits for the port to open at most
+  // `timeout` seconds (PeerError "waited N s for node 0 at ADDR:PORT"). `timeout` is also each
+  // call's limit.
+  RendezvousStore(const std::string& address, int port, bool host, double timeout);
+  ~RendezvousStore();
+  RendezvousStore(const RendezvousStore&) = delete;
+  RendezvousStore& operator=(const RendezvousStore&) = delete;
+
+  void set(const std::string& key, const std::string& value);
+  std::string get(const std::string& key);  // waits for the key at most `timeout`
+  int64_t add(const std::string& key, int64_t delta);
+  bool check(const std::string& key);
+  // The line `rank` published in round `restart_count` before it exited (tell_peers_of_failure),
+  // "" when it published none (killed, or stopped by another rank's failure).
+  std::string rank_failure(int restart_count, int rank);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 // The examples of a global batch that `rank` of `world_size` trains on: the rank-th of
 // world_size contiguous, near-equal slices (empty when the batch has fewer examples than ranks).
 std::vector<size_t> shard_batch(const std::vector<size_t>& global_batch, int rank, int world_size);
-
-// attnmt train --nproc N: starts N copies of this program (worker_args: its command line with
-// --nproc removed and --distributed added) with RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE /
-// MASTER_ADDR=127.0.0.1 / MASTER_PORT (a free port) set, forwards SIGINT/SIGTERM to them, and
-// waits for all. When one fails, the others get 10 s to fail by themselves (their next collective
-// does), then SIGTERM, then SIGKILL kill_after_seconds later; the Error thrown names the rank that
-// failed first (exit code 2 if it failed on bad input, else 1).
-void launch_local_workers(int nproc, const std::vector<std::string>& worker_args, double kill_after_seconds);
 
 }  // namespace attnmt

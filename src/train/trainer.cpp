@@ -730,7 +730,7 @@ static void check_bf16_kernels(const TrainRequest& request) {
   if (has_native_bf16(flags)) return;
   if (cfg.train.allow_slow_bf16) {
     const char* rank = std::getenv("RANK");  // a distributed run (--nproc's included): said by its first rank
-    if (request.nproc > 1 || (request.distributed && (rank == nullptr || std::string_view(rank) != "0"))) return;
+    if (request.launch || (request.distributed && (rank == nullptr || std::string_view(rank) != "0"))) return;
     spdlog::warn("[train] train.precision: bf16: {}: they run emulated, {} (train.allow_slow_bf16)", no_native_bf16(flags),
                  emulated_bf16_cost(flags));
     return;
@@ -742,9 +742,10 @@ static void check_bf16_kernels(const TrainRequest& request) {
 
 // --resume with nothing to resume from is refused before any work: no tokenizer trained, no
 // cache written, no directory created, so the save dir is left as it was. A rank started with
-// --distributed is checked by its launcher (--nproc) or finds out in restore_or_start.
+// --distributed is checked by its launcher or finds out in restore_or_start; the launchers of
+// nodes other than 0 have no checkpoints (rank 0 writes them on node 0).
 static void check_resumable(const TrainRequest& request) {
-  if (!request.resume || request.distributed) return;
+  if (!request.resume || request.distributed || (request.launch && request.launch->node_rank != 0)) return;
   const auto& dir = request.config.train.save_dir;
   // A run still going there is the first thing to say (it may not have written a checkpoint yet).
   if (const auto holder = save_dir_holder(dir)) throw InputError(save_dir_in_use_message(dir, *holder));
@@ -766,15 +767,20 @@ static void check_resumable(const TrainRequest& request) {
 }
 
 void train(const TrainRequest& request) {
-  check_bf16_kernels(request);  // before anything else: every path (ranks, --nproc) starts here
+  if (request.launch) validate(*request.launch);  // the command line's values first
+  check_bf16_kernels(request);  // before anything else: every path (ranks, launchers) starts here
   check_attention(request.config.model);  // before any data is read
   check_training_inputs(request.config, request.config_source);
   check_resumable(request);
-  if (request.nproc > 1) {
+  if (request.launch) {
+    auto launch = *request.launch;
     if (!distributed_available()) {
-      throw InputError("--nproc: this attnmt was built without c10d/Gloo support (install libgloo-dev and rebuild)");
+      throw InputError("--nproc / --nnodes / --max-restarts: this attnmt was built without c10d/Gloo support (install "
+                       "libgloo-dev and rebuild)");
     }
-    launch_local_workers(request.nproc, request.worker_args, /*kill_after_seconds=*/30);
+    launch.save_dir = request.config.train.save_dir;
+    launch.join_timeout = request.config.distributed.join_timeout;
+    launch_workers(launch);
     return;
   }
   Trainer trainer(request);

@@ -170,3 +170,35 @@ TEST_CASE("distributed: ranks that differ are refused at the join, naming the ra
   CHECK(std::regex_match(error_line(r1), said));
   fs::remove_all(dir);
 }
+
+TEST_CASE("distributed: a launcher (--nnodes 2) that fails to start on host B stops host A's within 10 s with B's error",
+          "[distributed][e2e][hosts]") {
+  TwoHosts hosts;
+  if (!hosts_usable(hosts)) return;
+  auto dir = temp_dir("dist_hosts_launcher_fail");
+  write(dir / "c.yaml", tiny_config(dir / "m", 1000000));
+  const std::string cfg = (dir / "c.yaml").string();
+  const std::string a_log = (dir / "a.log").string(), b_log = (dir / "b.log").string();
+  const auto launcher = [&](int h, const std::string& extra) {
+    return hosts.on(h) + "timeout 120 env MASTER_ADDR=10.231.7.1 MASTER_PORT=29500 " + ATTNMT_BINARY + " train " + cfg +
+           " --nnodes 2 --node-rank " + std::to_string(h) + " --max-restarts 1 " + extra;
+  };
+  const auto out = shell(launcher(0, "") + " > " + a_log + " 2>&1 & PA=$!; sleep 1; " +
+                         launcher(1, "--set model.encoder.dropout=1.5") + " > " + b_log +
+                         " 2>&1; echo rcB=$?; t=$(date +%s%N); wait $PA; echo rcA=$?; "
+                         "echo stop_ms=$(( ($(date +%s%N) - t) / 1000000 ))");
+  const std::string a = attnmt::read_file(a_log), b = attnmt::read_file(b_log);
+  INFO(out << "--- host A:\n" << a << "--- host B:\n" << b);
+  CHECK(out.find("rcB=2") != std::string::npos);
+  CHECK(out.find("rcA=2") != std::string::npos);  // bad input: not restarted
+  std::smatch stop;
+  REQUIRE(std::regex_search(out, stop, std::regex("stop_ms=([0-9]+)")));
+  CHECK(std::stol(stop[1]) < 10000);
+  const std::string b_error = error_line(b);
+  REQUIRE(b_error.size() > std::string("attnmt: error: ").size());
+  CHECK(error_line(a) == "attnmt: error: distributed: node 1 of 2 failed to start: " +
+                             b_error.substr(std::string("attnmt: error: ").size()));
+  CHECK(hosts.processes(0).empty());
+  CHECK(hosts.processes(1).empty());
+  fs::remove_all(dir);
+}
