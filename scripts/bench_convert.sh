@@ -6,14 +6,15 @@
 # programs (attnmt also in bf16 and int8 on the OpenNMT-py model). Per run: seconds, sentences/s,
 # output words/s (of the detokenized output), BLEU; then
 # how many lines attnmt writes exactly as the toolkit does, and the ratios of words/s.
-#   scripts/bench_convert.sh ONMT_CKPT JOEY_DIR      (from ../shared/peers: PEERS_ROOT's runs)
+#   scripts/bench_convert.sh ONMT_CKPT [JOEY_DIR]    (from ../shared/peers: PEERS_ROOT's runs;
+#                                                    without JOEY_DIR, Joey NMT is left out)
 # Needs the peers (../shared/peers/README.md: OpenNMT-py and Joey NMT from source on Debian's
 # python3-torch) and their data (02_data.sh); ONMT_CKPT from 10_onmt.sh, JOEY_DIR from 20_joey.sh.
 # Writes runs/bench_convert/ (outputs, logs, results.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-onmt_ckpt=${1:?usage: scripts/bench_convert.sh ONMT_CKPT JOEY_DIR}
-joey_dir=${2:?usage: scripts/bench_convert.sh ONMT_CKPT JOEY_DIR}
+onmt_ckpt=${1:?usage: scripts/bench_convert.sh ONMT_CKPT [JOEY_DIR]}
+joey_dir=${2:-}
 threads=${THREADS:-2}
 rounds=${ROUNDS:-1}
 peers=$(cd ../shared/peers 2>/dev/null && pwd) || { echo "bench_convert.sh: no ../shared/peers" >&2; exit 2; }
@@ -26,13 +27,15 @@ mkdir -p "$out"
 src=$PEERS_ROOT/data/spm/test_2016_flickr.de
 ref=$PEERS_ROOT/data/raw/test_2016_flickr.en
 spm=$PEERS_ROOT/data/spm/spm8k.model
-for f in "$onmt_ckpt" "$joey_dir/config.yaml" "$src" "$ref" "$spm"; do
+for f in "$onmt_ckpt" ${joey_dir:+"$joey_dir/config.yaml"} "$src" "$ref" "$spm"; do
   [ -e "$f" ] || { echo "bench_convert.sh: '$f' is missing" >&2; exit 2; }
 done
 
 $bin convert --from opennmt-py "$onmt_ckpt" --output "$out/onmt.pt" 2> "$out/convert_onmt.log"
-$bin convert --from joeynmt "$joey_dir" --output "$out/joey.pt" 2> "$out/convert_joey.log"
-joey_config=$(readlink -f "$joey_dir/config.yaml")
+if [ -n "$joey_dir" ]; then
+  $bin convert --from joeynmt "$joey_dir" --output "$out/joey.pt" 2> "$out/convert_joey.log"
+  joey_config=$(readlink -f "$joey_dir/config.yaml")
+fi
 
 # run NAME COMMAND...: runs it on the test set (stdin -> NAME.hyp), records its wall time.
 declare -A seconds failed
@@ -66,9 +69,13 @@ for r in $(seq 1 "$rounds"); do
   run onmt_int8 onmt -int8
   run attnmt_onmt_bf16 attnmt_translate --model "$out/onmt.pt" --precision bf16
   run attnmt_onmt_int8 attnmt_translate --model "$out/onmt.pt" --precision int8
-  run joey_fp32 joey
-  run attnmt_joey_fp32 attnmt_translate --model "$out/joey.pt"
+  if [ -n "$joey_dir" ]; then
+    run joey_fp32 joey
+    run attnmt_joey_fp32 attnmt_translate --model "$out/joey.pt"
+  fi
 done
+names="onmt_fp32 attnmt_onmt_fp32 onmt_int8 attnmt_onmt_bf16 attnmt_onmt_int8"
+if [ -n "$joey_dir" ]; then names="$names joey_fp32 attnmt_joey_fp32"; fi
 
 lines=$(wc -l < "$src")
 table=$out/results.md
@@ -81,7 +88,7 @@ table=$out/results.md
   echo "|---|---:|---:|---:|---:|---:|"
 } > "$table"
 declare -A words
-for name in onmt_fp32 attnmt_onmt_fp32 onmt_int8 attnmt_onmt_bf16 attnmt_onmt_int8 joey_fp32 attnmt_joey_fp32; do
+for name in $names; do
   if [ -n "${failed[$name]:-}" ]; then echo "| $name | failed | | | | |" >> "$table"; continue; fi
   spm_decode --model="$spm" --input_format=piece < "$out/$name.hyp" > "$out/$name.detok"
   words[$name]=$(wc -w < "$out/$name.detok")
@@ -96,7 +103,11 @@ for name in onmt_fp32 attnmt_onmt_fp32 onmt_int8 attnmt_onmt_bf16 attnmt_onmt_in
   echo "| $name | $secs | $(awk -v l="$lines" -v s="$secs" 'BEGIN{printf "%.1f", l / s}') |" \
        "$(awk -v w="${words[$name]}" -v s="$secs" 'BEGIN{printf "%.0f", w / s}') | $bleu | $same / $lines |" >> "$table"
 done
-ratio() { [ -n "${failed[$1]:-}${failed[$2]:-}" ] && { echo "n/a"; return; }; awk -v a="${seconds[$2]}" -v b="${seconds[$1]}" -v wa="${words[$2]}" -v wb="${words[$1]}" \
+# words/s of the fastest of the runs named
+fastest() { local best="" n; for n in "$@"; do [ -n "${failed[$n]:-}" ] && continue
+  if [ -z "$best" ] || awk -v a="${seconds[$n]}" -v b="${seconds[$best]}" -v wa="${words[$n]}" -v wb="${words[$best]}" \
+       'BEGIN{exit !(wa / a > wb / b)}'; then best=$n; fi; done; echo "$best"; }
+ratio() { [ -z "$1" ] || [ -z "$2" ] || [ -n "${failed[$1]:-}${failed[$2]:-}" ] && { echo "n/a"; return; }; awk -v a="${seconds[$2]}" -v b="${seconds[$1]}" -v wa="${words[$2]}" -v wb="${words[$1]}" \
             'BEGIN{printf "%.2f", (wb / b) / (wa / a)}'; }
 {
   echo
@@ -104,7 +115,9 @@ ratio() { [ -n "${failed[$1]:-}${failed[$2]:-}" ] && { echo "n/a"; return; }; aw
        "attnmt bf16 / OpenNMT-py -int8 $(ratio attnmt_onmt_bf16 onmt_int8);" \
        "attnmt int8 / OpenNMT-py fp32 $(ratio attnmt_onmt_int8 onmt_fp32);" \
        "attnmt int8 / OpenNMT-py -int8 $(ratio attnmt_onmt_int8 onmt_int8);" \
-       "attnmt int8 / attnmt fp32 $(ratio attnmt_onmt_int8 attnmt_onmt_fp32);" \
-       "attnmt/Joey NMT fp32 $(ratio attnmt_joey_fp32 joey_fp32)"
+       "attnmt int8 / attnmt fp32 $(ratio attnmt_onmt_int8 attnmt_onmt_fp32)"
+  a=$(fastest attnmt_onmt_fp32 attnmt_onmt_bf16 attnmt_onmt_int8); o=$(fastest onmt_fp32 onmt_int8)
+  echo "fastest: attnmt ($a) / OpenNMT-py ($o) $(ratio "$a" "$o")"
+  if [ -n "$joey_dir" ]; then echo "attnmt/Joey NMT fp32 $(ratio attnmt_joey_fp32 joey_fp32)"; fi
 } >> "$table"
 cat "$table"
