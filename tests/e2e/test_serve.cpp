@@ -39,9 +39,12 @@ struct Server {
   int port = 0;
   bool missing = false;  // built without cpp-httplib
 
-  Server(const fs::path& d, const std::string& args, const std::string& env = "") : dir(d) {
+  // `program`: attnmt, or the engine with the tests' hooks (ATTNMT_TEST_HOOKS_ENGINE_BINARY).
+  Server(const fs::path& d, const std::string& args, const std::string& env = "",
+         const std::string& program = ATTNMT_BINARY)
+      : dir(d) {
     fs::remove(dir / "serve.rc");
-    shell("( " + env + " " + std::string(ATTNMT_BINARY) + " serve --port 0 " + args + " > " + (dir / "serve.log").string() +
+    shell("( " + env + " " + program + " serve --port 0 " + args + " > " + (dir / "serve.log").string() +
           " 2>&1 & pid=$!; echo $pid > " + (dir / "serve.pid").string() + "; wait $pid; echo $? > " +
           (dir / "serve.rc").string() + " ) > /dev/null 2>&1 &");
     for (int i = 0; i < 600 && port == 0; ++i) {
@@ -524,8 +527,9 @@ TEST_CASE("serve: a sentence that fails to decode fails its own request only, th
   REQUIRE(expected.status == 0);
   const auto want = attnmt::read_lines((dir / "want.txt").string());
   // One worker that waits up to 2 s to fill a batch of 16: the six requests below go in one batch.
+  // The engine with the tests' hooks: ATTNMT_TEST_FAIL_SENTENCE (tests/hooks/fail_sentence.cpp).
   Server server(dir, "--model tiny=" + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 2000 "
-                         "--max-batch-sentences 16", "ATTNMT_TEST_FAIL_SENTENCE=BOOM");
+                         "--max-batch-sentences 16", "ATTNMT_TEST_FAIL_SENTENCE=BOOM", ATTNMT_TEST_HOOKS_ENGINE_BINARY);
   if (server.missing) {
     ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
     return;
