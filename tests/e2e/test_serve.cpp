@@ -246,10 +246,10 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
   Server waiting(dir / "slow", "--model " + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 5000 "
                                "--max-batch-sentences 64 --timeout 300");
   REQUIRE(waiting.port > 0);
-  std::string long_line;
-  while (long_line.size() < 3000) long_line += lines[0] + " ";
+  std::string slow_line;
+  while (slow_line.size() < 3000) slow_line += lines[0] + " ";
   auto busy = std::async(std::launch::async, [&] {
-    return post(waiting.port, "/v1/translate", json{{"text", std::vector<std::string>(16, long_line)}}.dump());
+    return post(waiting.port, "/v1/translate", json{{"text", std::vector<std::string>(16, slow_line)}}.dump());
   });
   auto queue_depth = [&] {
     const auto text = get(waiting.port, "/metrics").text;
