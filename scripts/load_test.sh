@@ -12,6 +12,8 @@
 # SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike; the
 # server batches up to MAX_BATCH sentences (default: serve's, 8 on a CPU) and waits at most
 # MAX_WAIT_MS (default 5) for more.
+# Exit 1 when a level had errors (non-2xx answers, connections refused, dropped or timed out) or
+# the server did not exit 0 at SIGTERM; the rates and latencies are reported, not failed on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-runs/multi30k_de_en/quickstart}
@@ -81,6 +83,7 @@ printf "batch throughput (attnmt translate): %.1f sentences/s; one sentence alon
 echo "| clients | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | p50 / alone | mean batch | errors |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 batch_sums() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^attnmt_batch_sentences_(sum|count) /{printf "%s ", $2}'; }
+failed=0
 for clients in 1 8 32 128; do
   wrk_threads=$(( clients < 2 ? 1 : 2 ))
   read -r sum0 count0 <<< "$(batch_sums)"
@@ -97,7 +100,14 @@ mean = (s1 - s0) / max(c1 - c0, 1)
 print(f"| {c} | {rate:.1f} | {100 * rate / float(batch):.0f}% | {float(p50):.1f} | {float(p95):.1f} | {float(p99):.1f} | "
       f"{float(p50) / float(alone):.2f}x | {mean:.1f} | {e} |")' \
     "$clients" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate" "$alone_ms" "$sum0 $count0 $sum1 $count1"
+  if [ -z "$errors" ] || [ "$errors" != 0 ]; then
+    echo "load_test.sh: FAILED: ${errors:-no result from wrk} errors at $clients clients" >&2
+    failed=1
+  fi
 done
 kill -TERM $server
-wait $server
-echo "server exited $?"
+rc=0
+wait $server || rc=$?
+echo "server exited $rc"
+if [ "$rc" -ne 0 ]; then failed=1; fi
+exit $failed

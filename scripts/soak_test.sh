@@ -4,9 +4,10 @@
 # cut their request, leave before the answer, read half of it, or send a byte at a time), one
 # Markdown row per interval (answered, status codes, p50/p99 of the good requests, the server's RSS,
 # open fds and threads, sentences dropped for clients that left), then SIGTERM: the server must
-# exit 0 having answered every request it accepted. Exit 1 when a target is missed (no 5xx, no
-# unexpected status, RSS growth after the first interval < 5%, fds and threads flat, p99 within
-# 2x of the first interval's).
+# exit 0 having answered every request it accepted. Exit 1 on an error, a 5xx or a leak (no
+# unexpected status, fds and threads flat, RSS flat from halfway on in runs of 6 rows or more);
+# latency and RSS are reported, not failed on (CTest's 2-minute run shares the cores with the
+# other tests).
 #   scripts/soak_test.sh [--minutes M] [--interval S] [--model MODEL] [--clients N] [--json FILE]
 # Defaults: 3 minutes, a row a minute, 4 good clients, and a tiny model trained here from
 # tests/data in a few seconds (MODEL: a model file or save dir instead, e.g. the quick start's).

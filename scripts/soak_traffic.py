@@ -11,9 +11,10 @@ Clients, side by side:
              answers must still be 200.
   sampler    every interval: the server's RSS, open file descriptors and threads (/proc/PID), and its
              /metrics counters.
-Prints one Markdown row per interval and, at the end, checks the targets: no 5xx and no unexpected
-status, RSS growth after the first interval < 5%, fds and threads flat, p99 within 2x of the first
-interval's. Exit status 1 when a target is missed. Python 3 standard library only.
+Prints one Markdown row per interval and, at the end, checks the targets: no 5xx, no unexpected
+status, no client-side error, a good answer in every interval, and no leak (fds and threads flat;
+RSS growth under 5% from halfway to the end, judged over 6 rows or more). p99 and RSS are reported,
+never failed on otherwise. Exit status 1 when a target is missed. Python 3 standard library only.
 """
 import argparse
 import http.client
@@ -323,12 +324,13 @@ class Soak:
             failures.append("%d answers had an unexpected status, e.g. %s" % (len(unexpected), unexpected[:5]))
         if self.errors:
             failures.append("%d client-side failures, e.g. %s" % (len(self.errors), self.errors[:5]))
+        # Leaks: fds and threads are counts, exact whatever the load. RSS also moves with the
+        # allocator's warm-up and the load, so it is judged only where the run is long enough to
+        # tell a leak from that: from halfway to the end, over at least 6 rows (the 30-minute
+        # soak; CTest's 2-minute run reports it).
+        notes = []
         if len(rows) >= 2:
             base, last = rows[0], rows[-1]
-            growth = (last["rss"] - base["rss"]) / base["rss"]
-            if growth >= 0.05:
-                failures.append("RSS grew %.1f%% after the first interval (%.1f -> %.1f MiB)" % (
-                    100 * growth, base["rss"], last["rss"]))
             # Open connections come and go with the clients: flat means no more than the first
             # interval's count plus one per client.
             slack = self.args.clients + 4
@@ -336,11 +338,19 @@ class Soak:
                 failures.append("open fds grew: %s" % [r["fds"] for r in rows])
             if max(r["threads"] for r in rows[1:]) > base["threads"]:
                 failures.append("threads grew: %s" % [r["threads"] for r in rows])
+            half = rows[len(rows) // 2]
+            growth = (last["rss"] - half["rss"]) / half["rss"]
+            rss = "RSS %+.1f%% from %s to the end (%.1f -> %.1f MiB)" % (
+                100 * growth, self.label(half["at"]), half["rss"], last["rss"])
+            if len(rows) >= 6 and growth >= 0.05:
+                failures.append(rss + ": a leak")
+            else:
+                notes.append(rss)
+            # Latency is reported, never a failure: it measures the machine's other work as much
+            # as the server (docs/serving.md).
             worst = max(rows[1:], key=lambda r: r["p99"])
-            if worst["p99"] > 2 * base["p99"]:
-                failures.append("p99 %.0f ms at %s is over twice the first interval's %.0f ms (load average %.1f "
-                                "there, %.1f in the first)" % (worst["p99"], self.label(worst["at"]), base["p99"],
-                                                                worst["load"], base["load"]))
+            notes.append("p99 at most %.0f ms (at %s, load average %.1f), %.0f ms in the first interval (load %.1f)" % (
+                worst["p99"], self.label(worst["at"]), worst["load"], base["p99"], base["load"]))
         if any(r["good"] == 0 for r in rows):
             failures.append("an interval answered no good request")
         total = {}
@@ -356,8 +366,10 @@ class Soak:
                   rows[-1]["threads"] if rows else 0))
         if self.args.json:
             with open(self.args.json, "w") as f:
-                json.dump({"rows": rows, "totals": total, "failures": failures, "errors": self.errors[:50]}, f,
+                json.dump({"rows": rows, "totals": total, "failures": failures, "notes": notes, "errors": self.errors[:50]}, f,
                           indent=1)
+        for n in notes:
+            print("soak: " + n)
         for f in failures:
             print("soak: FAILED: " + f)
         if not failures:

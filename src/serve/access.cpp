@@ -1,6 +1,10 @@
 #include "serve/access.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 
 #include "util/error.h"
@@ -30,7 +34,19 @@ void validate_api_key(const std::string& key) {
 }
 
 bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+  // An address read as one, never a name that begins like one ("127.evil.example" is a name
+  // that DNS may point anywhere). The short IPv4 forms ("127.1") read as names: a warning too many.
+  std::string h = host.size() >= 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2) : host;
+  std::string lower = h;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;  // 127.0.0.0/8
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);  // ::1, ::ffff:127.x
+  }
+  return false;
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {

@@ -23,7 +23,8 @@ std::string read_api_key_file(const std::string& path);
 // InputError for a key that cannot travel in an Authorization header (empty, spaces, control bytes).
 void validate_api_key(const std::string& key);
 
-// Whether `host` (as given to --host) is a loopback address: 127.0.0.0/8, ::1, localhost.
+// Whether `host` (as given to --host) is a loopback address: an IPv4 address in 127.0.0.0/8, ::1
+// (bracketed or not), ::ffff:127.x.y.z, or the name localhost. Any other name is not.
 bool is_loopback_host(const std::string& host);
 
 // a == b, in a time that depends on the lengths only.

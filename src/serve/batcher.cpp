@@ -3,14 +3,16 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <unordered_set>
 
 #include "parallel/workers.h"
+#include "serve/batch_fault.h"
 #include "util/error.h"
 #include "util/logging.h"
 
 namespace attnmt {
+
+BatchFault batch_fault_for_tests = nullptr;
 
 bool Pending::wait_until(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -29,11 +31,7 @@ bool Pending::cancelled() const {
 
 Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits), metrics_(metrics) {
   limits_.max_batch_sentences = std::max<size_t>(1, limits_.max_batch_sentences);
-  if (const char* fail = std::getenv("ATTNMT_TEST_FAIL_SENTENCE")) {
-    fail_sentence_ = fail;
-    spdlog::warn("[serve] ATTNMT_TEST_FAIL_SENTENCE is set (a test-only hook): the sentence '{}' fails its batch",
-                 fail_sentence_);
-  }
+  if (batch_fault_for_tests != nullptr) spdlog::warn("[serve] a test hook may fail batches (serve/batch_fault.h)");
   // As translate does it: on a CPU, batches side by side, each on its share of the threads, beat
   // one batch spread over all of them (a decoder step is many small operations).
   const int threads = at::get_num_threads();
@@ -198,9 +196,7 @@ std::vector<Batcher::Outcome> Batcher::decode(const ServedModel& model, const Re
   t.workers = 1;
   t.progress_label.clear();
   auto run = [&](const std::vector<std::string>& batch) {
-    if (!fail_sentence_.empty() && std::find(batch.begin(), batch.end(), fail_sentence_) != batch.end()) {
-      throw RuntimeError("decoding failed (ATTNMT_TEST_FAIL_SENTENCE, a test-only hook)");
-    }
+    if (batch_fault_for_tests != nullptr) batch_fault_for_tests(batch);
     t.batch_size = static_cast<int>(batch.size());
     return translate_lines(*model.step, *model.tokenizers, batch, t);
   };

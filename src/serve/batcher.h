@@ -9,10 +9,7 @@
 // (Pending::cancel) has its sentences dropped from the queue (counted in the metrics).
 // A batch that fails is decoded again one sentence at a time, so that a sentence that cannot be
 // decoded fails its own request only and the others of its batch are answered.
-//
-// Test-only hook: when the environment variable ATTNMT_TEST_FAIL_SENTENCE is set (read once, when
-// the batcher starts), a sentence equal to its value makes its batch throw, as a decoding failure
-// would. tests/e2e/test_serve.cpp uses it; a deployment has no reason to set it.
+// The tests' engine can make a batch fail on purpose (serve/batch_fault.h); attnmt's programs cannot.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -134,7 +131,6 @@ class Batcher {
   int busy_ = 0;                    // workers decoding a batch
   double requests_per_batch_ = 1;   // moving average over recent batches
   bool stopping_ = false;
-  std::string fail_sentence_;  // the test-only hook (ATTNMT_TEST_FAIL_SENTENCE); empty: off
   std::vector<std::thread> workers_;
 };
 

@@ -35,14 +35,19 @@ TEST_CASE("fork_join runs every index once, index 0 on the calling thread", "[th
 }
 
 TEST_CASE("fork_join runs them at once", "[threads]") {
-  // Each waits until all have started: run one after another, this would never end.
+  // Each waits until all have started, and counts whether it saw them all while it still ran: run
+  // one after another, the first gives up with one started (the 10 s limit keeps a broken pool
+  // from hanging the test), and fewer than four see all four.
   std::atomic<int> started{0};
+  std::atomic<int> saw_all{0};
   fork_join(4, [&](size_t) {
     ++started;
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (started < 4 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    if (started == 4) ++saw_all;
   });
   REQUIRE(started == 4);
+  REQUIRE(saw_all == 4);
 }
 
 TEST_CASE("fork_join waits for all, then rethrows the lowest index's error", "[threads]") {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/huge_pages.h"
+#include "skip.h"
 
 namespace {
 
@@ -38,7 +39,8 @@ bool advised(uintptr_t address) { return vm_flags_at(address).find(" hg") != std
 TEST_CASE("huge-page advice marks the 2 MiB extents of large blocks, tensors work as before", "[huge_pages]") {
   attnmt::install_huge_page_advice();  // checks /sys/kernel/mm/transparent_hugepage/enabled itself
   if (attnmt::cpu_allocator_description().find("unavailable") != std::string::npos) {
-    WARN("skipped: transparent huge pages are unavailable (/sys/kernel/mm/transparent_hugepage/enabled)");
+    ATTNMT_MISSING_DEPENDENCY(
+        "transparent huge pages are unavailable (/sys/kernel/mm/transparent_hugepage/enabled): nothing to check");
     return;
   }
   REQUIRE(attnmt::cpu_allocator_description().find("huge-page advice") != std::string::npos);

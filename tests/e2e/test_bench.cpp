@@ -7,9 +7,11 @@
 #include <fstream>
 
 #include "bench/flops.h"
+#include "eval/metrics.h"
 #include "program.h"
 #include "util/cpu_kernels.h"
 #include "util/error.h"
+#include "util/text_io.h"
 
 using namespace attnmt;
 namespace fs = std::filesystem;
@@ -58,12 +60,23 @@ TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
   CHECK(run["train"]["utilisation"].get<double>() > 0);
   CHECK(run["decode"]["greedy"]["sentences_per_sec_process"]["median"].get<double>() > 0);
   CHECK(run["decode"]["beam"]["beam_size"] == 3);
-  CHECK(run["decode"]["beam"]["bleu"].get<double>() >= 0);
+  // The BLEU bench reports is the one of the model's own translations: `attnmt translate` with the
+  // same beam and precision, scored here against the references.
+  auto bleu_of = [&](const std::string& name, int beam, const std::string& precision) {
+    const auto hyp = dir / (name + ".hyp");
+    const auto t = test::run("translate --model " + (dir / "model").string() + " --input " + data + "/tiny.de --output " +
+                             hyp.string() + " --threads 1 --beam-size " + std::to_string(beam) + " --precision " + precision);
+    INFO(t.output);
+    REQUIRE(t.status == 0);
+    return corpus_bleu(read_lines(hyp.string()), read_lines(data + "/tiny.en")).score;
+  };
+  CHECK(run["decode"]["greedy"]["bleu"].get<double>() == Approx(bleu_of("greedy", 1, "fp32")).margin(1e-9));
+  CHECK(run["decode"]["beam"]["bleu"].get<double>() == Approx(bleu_of("beam", 3, "fp32")).margin(1e-9));
   CHECK(run["decode"]["beam"]["cpu_allocator"].get<std::string>().rfind("LibTorch's", 0) == 0);
   // int8 beside fp32 (runtime/int8_gemm.h), and decoding's achieved GFLOP/s against its own ceiling.
   CHECK(run["decode"]["beam_int8"]["precision"] == "int8");
   CHECK(run["decode"]["beam_int8"]["sentences_per_sec_process"]["median"].get<double>() > 0);
-  CHECK(run["decode"]["beam_int8"]["bleu"].get<double>() >= 0);
+  CHECK(run["decode"]["beam_int8"]["bleu"].get<double>() == Approx(bleu_of("beam_int8", 3, "int8")).margin(1e-9));
   CHECK(run["decode_ceiling"]["fp32"]["gflops"].get<double>() > 0);
   CHECK(run["decode_ceiling"]["int8"]["gflops"].get<double>() > 0);
   CHECK(run["decode"]["beam"]["achieved_gflops"].get<double>() > 0);

@@ -132,14 +132,20 @@ void check_fixture(const Fixture& f) {
     INFO(r.output);
     REQUIRE(r.status == 0);
     const auto got = read_nbest(out, scores, lines, n_best);
-    size_t same_best = 0, same_hyps = 0, compared = 0;
+    size_t same_best = 0, same_hyps = 0, compared = 0, same_count = 0;
     double worst = 0;
     for (size_t i = 0; i < lines; ++i) {
       const auto& want = std::string(search) == "greedy" ? nlohmann::json::array({expected[i]["greedy"]}) : expected[i]["beam5"];
       REQUIRE(!got[i].empty());
       if (got[i][0].text == expected_text(want[0]["tokens"], sentencepiece)) ++same_best;
-      for (size_t k = 0; k < want.size() && k < got[i].size(); ++k) {
+      // As many hypotheses as the toolkit wrote (Joey's <unk> padding entries included); one
+      // missing or extra counts as a differing hypothesis too.
+      INFO("line " << i);
+      CHECK(got[i].size() == want.size());
+      same_count += got[i].size() == want.size();
+      for (size_t k = 0; k < std::max(want.size(), got[i].size()); ++k) {
         ++compared;
+        if (k >= want.size() || k >= got[i].size()) continue;
         if (got[i][k].text != expected_text(want[k]["tokens"], sentencepiece)) continue;
         ++same_hyps;
         worst = std::max(worst, std::abs(got[i][k].score - want[k]["score"].get<double>()));
@@ -147,7 +153,9 @@ void check_fixture(const Fixture& f) {
       CHECK(got[i][0].text == expected_text(want[0]["tokens"], sentencepiece));
     }
     WARN(f.name << " " << search << ": " << same_best << "/" << lines << " best outputs and " << same_hyps << "/"
-                << compared << " n-best hypotheses equal the toolkit's; largest score difference " << worst);
+                << compared << " n-best hypotheses equal the toolkit's, " << same_count << "/" << lines
+                << " lists as long as its; largest score difference " << worst);
+    CHECK(same_count == lines);
     CHECK(same_best == lines);
     CHECK(same_hyps * 100 >= compared * 99);
     CHECK(worst < 1e-4);

@@ -17,6 +17,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -38,9 +39,12 @@ struct Server {
   int port = 0;
   bool missing = false;  // built without cpp-httplib
 
-  Server(const fs::path& d, const std::string& args, const std::string& env = "") : dir(d) {
+  // `program`: attnmt, or the engine with the tests' hooks (ATTNMT_TEST_HOOKS_ENGINE_BINARY).
+  Server(const fs::path& d, const std::string& args, const std::string& env = "",
+         const std::string& program = ATTNMT_BINARY)
+      : dir(d) {
     fs::remove(dir / "serve.rc");
-    shell("( " + env + " " + std::string(ATTNMT_BINARY) + " serve --port 0 " + args + " > " + (dir / "serve.log").string() +
+    shell("( " + env + " " + program + " serve --port 0 " + args + " > " + (dir / "serve.log").string() +
           " 2>&1 & pid=$!; echo $pid > " + (dir / "serve.pid").string() + "; wait $pid; echo $? > " +
           (dir / "serve.rc").string() + " ) > /dev/null 2>&1 &");
     for (int i = 0; i < 600 && port == 0; ++i) {
@@ -235,19 +239,46 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
   // the server still works after all that
   CHECK(post(port, "/v1/translate", json{{"text", {lines[3]}}}.dump()).body["translations"][0][0]["text"] == want[3]);
 
-  // SIGTERM with a request waiting in the queue: it is answered, then the server exits 0
+  // SIGTERM with a request waiting in the queue: one worker decodes a slow request (long
+  // sentences) while a second request waits behind it, seen waiting in /metrics' queue depth
+  // when the signal is sent; both are answered, then the server exits 0.
   fs::create_directories(dir / "slow");
-  Server waiting(dir / "slow", "--model " + model.string() + " --beam-size 3 --max-wait-ms 5000 --max-batch-sentences 64");
+  Server waiting(dir / "slow", "--model " + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 5000 "
+                               "--max-batch-sentences 64 --timeout 300");
   REQUIRE(waiting.port > 0);
-  auto in_flight = std::async(std::launch::async, [&] {
+  std::string slow_line;
+  while (slow_line.size() < 3000) slow_line += lines[0] + " ";
+  auto busy = std::async(std::launch::async, [&] {
+    return post(waiting.port, "/v1/translate", json{{"text", std::vector<std::string>(16, slow_line)}}.dump());
+  });
+  auto queue_depth = [&] {
+    const auto text = get(waiting.port, "/metrics").text;
+    const std::string key = "\nattnmt_queue_sentences ";
+    const auto at = text.find(key);
+    return at == std::string::npos ? -1 : std::stoi(text.substr(at + key.size()));
+  };
+  // The slow request has left the queue for the worker (depth 0 after a batch was taken)...
+  auto until = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 400 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return done();
+  };
+  REQUIRE(until([&] {
+    return get(waiting.port, "/metrics").text.find("\nattnmt_batches_total 1\n") != std::string::npos && queue_depth() == 0;
+  }));
+  auto queued = std::async(std::launch::async, [&] {
     return post(waiting.port, "/v1/translate", json{{"text", {lines[0], lines[1], lines[2]}}}.dump());
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // ...and the second waits behind it: its 3 sentences in the queue while the signal arrives.
+  INFO(waiting.log());
+  REQUIRE(until([&] { return queue_depth() == 3; }));
   waiting.signal("TERM");
-  const auto answered = in_flight.get();
+  const auto answered = queued.get();
   CHECK(answered.status == 200);
   REQUIRE(answered.body["translations"].size() == 3);
   CHECK(answered.body["translations"][2][0]["text"] == want[2]);
+  const auto slow = busy.get();
+  CHECK(slow.status == 200);
+  CHECK(slow.body["translations"].size() == 16);
   CHECK(waiting.wait() == 0);
   CHECK_THAT(waiting.log(), Contains("signal 15") && Contains("[serve] stopped"));
 
@@ -496,8 +527,9 @@ TEST_CASE("serve: a sentence that fails to decode fails its own request only, th
   REQUIRE(expected.status == 0);
   const auto want = attnmt::read_lines((dir / "want.txt").string());
   // One worker that waits up to 2 s to fill a batch of 16: the six requests below go in one batch.
+  // The engine with the tests' hooks: ATTNMT_TEST_FAIL_SENTENCE (tests/hooks/fail_sentence.cpp).
   Server server(dir, "--model tiny=" + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 2000 "
-                         "--max-batch-sentences 16", "ATTNMT_TEST_FAIL_SENTENCE=BOOM");
+                         "--max-batch-sentences 16", "ATTNMT_TEST_FAIL_SENTENCE=BOOM", ATTNMT_TEST_HOOKS_ENGINE_BINARY);
   if (server.missing) {
     ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
     return;

@@ -61,6 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto d = attnmt::check_access(access, "POST", "/v1/translate", body, body);
   if (d.status != 0 && d.status != 401) std::abort();
   if (d.status == 0 && body != "Bearer k3y") std::abort();  // only the key lets a request in
-  if (!attnmt::constant_time_equal(body, body)) std::abort();
+  // The key comparison against std::string's: equal to a copy, unequal to the body with one byte
+  // changed, cut by one, or longer by one, and to the key exactly when == says so.
+  if (!attnmt::constant_time_equal(body, std::string(body.begin(), body.end()))) std::abort();
+  if (attnmt::constant_time_equal(body, "k3y") != (body == "k3y")) std::abort();
+  if (attnmt::constant_time_equal(body, body + '\0')) std::abort();
+  if (!body.empty()) {
+    std::string changed = body;
+    changed[body.size() / 2] = static_cast<char>(changed[body.size() / 2] ^ 0x20);
+    if (attnmt::constant_time_equal(body, changed)) std::abort();
+    if (attnmt::constant_time_equal(body, body.substr(0, body.size() - 1))) std::abort();
+  }
   return 0;
 }
