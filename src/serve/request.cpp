@@ -121,6 +121,14 @@ std::vector<ModelRequest> parse_opennmt_request(const json& body, const std::vec
   std::vector<ModelRequest> used;
   for (size_t m = 0; m < models.size(); ++m) {
     if (requests[m].sentences.empty()) continue;
+    // OpenNMT-py's answer has one n_best for the whole request (its server translates every entry
+    // with the first entry's model): entries of models with other n_best cannot share it.
+    if (!used.empty() && models[m].n_best != models[used[0].model].n_best) {
+      throw HttpError{400, "entries " + std::to_string(used[0].positions[0]) + " and " +
+                               std::to_string(requests[m].positions[0]) + " ask models of different n_best (" +
+                               std::to_string(models[used[0].model].n_best) + " and " +
+                               std::to_string(models[m].n_best) + "): send them in separate requests"};
+    }
     requests[m].model = m;
     requests[m].beam_size = models[m].beam_size;
     requests[m].n_best = models[m].n_best;

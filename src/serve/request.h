@@ -44,7 +44,8 @@ ModelRequest parse_v1_request(const nlohmann::json& body, const std::vector<Mode
                               const RequestLimits& limits);
 
 // POST /translator/translate: [{"src": "...", "id"?: model}, ...]; one ModelRequest per model named,
-// in --model order (none for an empty list).
+// in --model order (none for an empty list), every entry's src as sent (blank ones too: the server
+// answers those itself, as OpenNMT-py does). Models of different n_best in one request: 400.
 std::vector<ModelRequest> parse_opennmt_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
                                                 const RequestLimits& limits);
 

@@ -53,6 +53,16 @@ void reply(httplib::Response& res, int status, const json& body) {
   res.set_content(dump_json(body), "application/json");
 }
 
+constexpr const char* kOpenNMTPath = "/translator/translate";
+
+// An error's body: {"error": message}; on OpenNMT-py's endpoint {"error", "status": "error"}, as its
+// server answers a failed translation (with status 200 there; attnmt's statuses say whose fault).
+json error_body(const std::string& path, const std::string& message) {
+  json body = {{"error", message}};
+  if (path == kOpenNMTPath) body["status"] = "error";
+  return body;
+}
+
 std::vector<ModelChoice> model_choices(const std::vector<ServedModel>& models) {
   std::vector<ModelChoice> choices;
   for (const auto& m : models) choices.push_back({m.name, m.defaults.search.beam_size, m.defaults.search.n_best});
@@ -102,24 +112,68 @@ json attention_json(const Translation& t) {
   return a;
 }
 
-// POST /translator/translate (OpenNMT-py): a list of {"src", "id"?}; every input's n-best entries,
-// in input order, in one list inside the outer list.
+// An OpenNMT-py input's parts: the whitespace before and after it, and what is between. Its
+// server (onmt/translate/translation_server.py) takes `^\s+` and `\s+$` off and puts them back
+// around the translation; a blank input (both match all of it) is not translated.
+struct Padded {
+  std::string head, text, tail;
+};
+
+Padded split_whitespace(const std::string& src) {
+  const char* space = " \t\n\v\f\r";
+  const auto first = src.find_first_not_of(space);
+  if (first == std::string::npos) return {src, "", src};
+  const auto last = src.find_last_not_of(space);
+  return {src.substr(0, first), src.substr(first, last + 1 - first), src.substr(last + 1)};
+}
+
+// POST /translator/translate, as OpenNMT-py's onmt/bin/server.py answers (tests/e2e/test_serve.cpp
+// compares with its recorded answers): n_best lists, the k-th holding every input's k-th best
+// {"src", "tgt", "n_best", "pred_score"} in input order (`out[i % n_best]` there). A blank input
+// gets tgt = its whitespace twice (head and tail) and pred_score 0 in every list, as there; an input
+// that search found fewer than n_best hypotheses for (never with the toolkits' rules) gets tgt ""
+// and pred_score null in the lists it has none for.
 json opennmt_translate(const json& body, const httplib::Request& http, const std::vector<ServedModel>& models,
                        Batcher& batcher, const ServeOptions& limits, ServerMetrics& metrics) {
   const auto requests = parse_opennmt_request(body, model_choices(models), limits.request_limits());
-  if (requests.empty()) return json::array({json::array()});
+  const int n_best = requests.empty() ? 1 : requests[0].n_best;
+  std::vector<Padded> inputs(body.size());
   std::vector<std::vector<Translation>> results(body.size());
   for (const auto& r : requests) {
-    auto out = translate(batcher, models[r.model], r, http, limits, metrics);
-    for (size_t k = 0; k < r.positions.size(); ++k) results[r.positions[k]] = std::move(out[k]);
-  }
-  json list = json::array();
-  for (size_t i = 0; i < results.size(); ++i) {
-    for (const auto& t : results[i]) {
-      list.push_back({{"src", body[i]["src"]}, {"tgt", t.text}, {"pred_score", t.log_prob}, {"n_best", results[i].size()}});
+    ModelRequest words = r;  // the inputs that are not blank, without their whitespace
+    words.sentences.clear();
+    words.positions.clear();
+    for (size_t k = 0; k < r.positions.size(); ++k) {
+      inputs[r.positions[k]] = split_whitespace(r.sentences[k]);
+      if (inputs[r.positions[k]].text.empty()) continue;
+      words.sentences.push_back(inputs[r.positions[k]].text);
+      words.positions.push_back(r.positions[k]);
     }
+    if (words.sentences.empty()) continue;
+    auto out = translate(batcher, models[r.model], words, http, limits, metrics);
+    for (size_t k = 0; k < words.positions.size(); ++k) results[words.positions[k]] = std::move(out[k]);
   }
-  return json::array({list});
+  json lists = json::array();
+  for (int k = 0; k < n_best; ++k) {
+    json list = json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      const auto& in = inputs[i];
+      json entry = {{"src", body[i]["src"]}, {"n_best", n_best}};
+      if (in.text.empty()) {
+        entry["tgt"] = in.head + in.tail;
+        entry["pred_score"] = 0.0;
+      } else if (static_cast<size_t>(k) < results[i].size()) {
+        entry["tgt"] = in.head + results[i][static_cast<size_t>(k)].text + in.tail;
+        entry["pred_score"] = results[i][static_cast<size_t>(k)].score;
+      } else {
+        entry["tgt"] = "";
+        entry["pred_score"] = nullptr;
+      }
+      list.push_back(std::move(entry));
+    }
+    lists.push_back(std::move(list));
+  }
+  return lists;
 }
 
 // POST /v1/translate
@@ -165,7 +219,7 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     if (d.status == 0) return httplib::Server::HandlerResponse::Unhandled;
     res.status = d.status;
     if (d.status == 401) {
-      reply(res, 401, {{"error", d.message}});
+      reply(res, 401, error_body(req.path, d.message));
       metrics.accepted();
       metrics.request("unauthorized", 401, 0);
     }
@@ -181,16 +235,15 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
         if (stopping) throw HttpError{503, "the server is stopping"};
         reply(res, 200, handle(parse_json_body(req.body), req));
       } catch (const HttpError& e) {
-        reply(res, e.status, {{"error", e.message}});
+        reply(res, e.status, error_body(req.path, e.message));
         if (e.status == 503) res.set_header("Retry-After", "1");
       } catch (const std::exception& e) {
-        reply(res, 500, {{"error", std::string("internal error: ") + e.what()}});
+        reply(res, 500, error_body(req.path, std::string("internal error: ") + e.what()));
       }
       metrics.request(name, res.status, std::chrono::duration<double>(Clock::now() - start).count());
     };
   };
-  server.Post("/translator/translate",
-              endpoint("/translator/translate", [&](const json& body, const httplib::Request& req) {
+  server.Post(kOpenNMTPath, endpoint(kOpenNMTPath, [&](const json& body, const httplib::Request& req) {
                 return opennmt_translate(body, req, models, batcher, options, metrics);
               }));
   server.Post("/v1/translate", endpoint("/v1/translate", [&](const json& body, const httplib::Request& req) {
@@ -227,10 +280,10 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     const std::string message = res.status == 413   ? "request body too large"
                                 : res.status == 404 ? "no endpoint " + req.method + " " + req.path
                                                     : "bad request";
-    res.set_content(error_json(message), "application/json");
+    res.set_content(dump_json(error_body(req.path, message)), "application/json");
   });
   // What a handler throws past its own catch is the server's failure: 500, said so, never a crash.
-  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+  server.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr e) {
     std::string what = "unknown";
     try {
       std::rethrow_exception(e);
@@ -240,7 +293,7 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     }
     spdlog::error("[serve] a handler failed: {}", what);
     res.status = 500;
-    res.set_content(error_json("internal error: " + what), "application/json");
+    res.set_content(dump_json(error_body(req.path, "internal error: " + what)), "application/json");
   });
 
   int port = options.port;
