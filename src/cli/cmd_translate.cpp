@@ -3,7 +3,7 @@
 //                  [--beam-size N] [--n-best N] [--batch-size N] [--workers N] [--precision fp32|bf16|int8]
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
-//                  [--search-rules attnmt|opennmt|joeynmt] [--ban-unk true|false]
+//                  [--search-rules attnmt|opennmt|opennmt3|joeynmt] [--ban-unk true|false]
 //                  [--streaming [--lookahead K] [--delays FILE]]
 #include <algorithm>
 #include <chrono>

@@ -201,14 +201,16 @@ struct DecodeConfig {
   std::string mbr = "none";  // none | bleu | chrf
   int mbr_candidates = 0;
   // Whose rules beam and greedy search follow (decoding/toolkit_search.h): attnmt's own, or
-  // OpenNMT-py 2.3's or Joey NMT 2.3's, so that a model converted from one of them translates as
-  // that toolkit translates it. With opennmt / joeynmt: max_length is the only length limit, the
-  // end of sentence counted (max_length_ratio unused; opennmt: > 0; joeynmt: 0 = Joey's default,
-  // 1.5 x the source length with its </s>); length_penalty is their alpha (0 = no length
-  // penalty); min_length their min_length / min_output_length; sampling, the shortlist,
+  // OpenNMT-py 2.3's, OpenNMT-py 3.x's or Joey NMT 2.3's, so that a model converted from one of
+  // them translates as that toolkit translates it. With opennmt / joeynmt: max_length is the only
+  // length limit, the end of sentence counted (max_length_ratio unused; opennmt: > 0; joeynmt: 0 =
+  // Joey's default, 1.5 x the source length with its </s>); opennmt3: max_length (> 0) and
+  // max_length_ratio, as 3.x's min(max_length, ratio x source + 5). length_penalty is their alpha
+  // (0 = no length penalty; opennmt: GNMT's wu, opennmt3: avg = score / length^alpha, joeynmt:
+  // beam_alpha); min_length their min_length / min_output_length; sampling, the shortlist,
   // coverage_penalty, no_repeat_ngram_size, mbr, prefixes and constraints are refused.
-  std::string search_rules = "attnmt";  // attnmt | opennmt | joeynmt
-  // opennmt / joeynmt rules: the unknown word is never chosen (OpenNMT-py's ban_unk_token, Joey
+  std::string search_rules = "attnmt";  // attnmt | opennmt | opennmt3 | joeynmt
+  // opennmt / opennmt3 / joeynmt rules: the unknown word is never chosen (OpenNMT-py's ban_unk_token, Joey
   // NMT's generate_unk: false).
   bool ban_unk = false;
 };

@@ -289,10 +289,10 @@ const Field kFields[] = {
      "Minimum Bayes risk decoding"},
     {ATTNMT_FIELD(decode.mbr_candidates), kCall, any(),
      "With `decode.mbr`: the hypotheses compared: the best N of the beam, or N samples", "beam search: 0 .. `decode.beam_size` (0 = the whole beam); sampling: >= 2"},
-    {ATTNMT_FIELD(decode.search_rules), kCall, one_of("attnmt|opennmt|joeynmt"),
+    {ATTNMT_FIELD(decode.search_rules), kCall, one_of("attnmt|opennmt|opennmt3|joeynmt"),
      "Whose rules beam and greedy search follow"},
     {ATTNMT_FIELD(decode.ban_unk), kCall, any(),
-     "`<unk>` is never generated", "`false` unless `decode.search_rules` is `opennmt` or `joeynmt`"},
+     "`<unk>` is never generated", "`false` unless `decode.search_rules` is `opennmt`, `opennmt3` or `joeynmt`"},
 
     {ATTNMT_FIELD(distributed.backend), kTrain, one_of("auto|gloo|nccl"),
      "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},
@@ -1164,12 +1164,16 @@ void validate_config(const Config& config) {
               d.n_best);
   }
   if (d.search_rules == "attnmt") {
-    if (d.ban_unk) invalid("decode.ban_unk", "false with decode.search_rules: attnmt (a rule of opennmt and joeynmt)", "true");
+    if (d.ban_unk) {
+      invalid("decode.ban_unk", "false with decode.search_rules: attnmt (a rule of opennmt, opennmt3 and joeynmt)", "true");
+    }
   } else {  // what the toolkits' rules (decoding/toolkit_search.h) do not do
     const std::string with = " with decode.search_rules: " + d.search_rules;
-    if (d.search_rules == "opennmt") {  // joeynmt: 0 = Joey NMT's own default (decoding/toolkit_search.h)
-      check_int(d.max_length > 0, "decode.max_length", ("> 0" + with + " (the toolkit's max_length, its only length limit)").c_str(),
-                d.max_length);
+    // joeynmt: 0 = Joey NMT's own default (decoding/toolkit_search.h)
+    if (d.search_rules == "opennmt" || d.search_rules == "opennmt3") {
+      const char* why = d.search_rules == "opennmt" ? " (the toolkit's max_length, its only length limit)"
+                                                    : " (the toolkit's max_length)";
+      check_int(d.max_length > 0, "decode.max_length", ("> 0" + with + why).c_str(), d.max_length);
     }
     auto refuse = [&](bool on, const char* key, const std::string& off, const std::string& got) {
       if (on) invalid(key, off + with + " (attnmt's rules only)", got);

@@ -6,7 +6,23 @@
 namespace attnmt {
 
 SearchRules search_rules_named(const std::string& name) {
-  return name == "opennmt" ? SearchRules::opennmt : name == "joeynmt" ? SearchRules::joeynmt : SearchRules::attnmt;
+  if (name == "opennmt") return SearchRules::opennmt;
+  if (name == "opennmt3") return SearchRules::opennmt3;
+  return name == "joeynmt" ? SearchRules::joeynmt : SearchRules::attnmt;
+}
+
+std::string search_rules_name(SearchRules rules) {
+  switch (rules) {
+    case SearchRules::opennmt:
+      return "opennmt";
+    case SearchRules::opennmt3:
+      return "opennmt3";
+    case SearchRules::joeynmt:
+      return "joeynmt";
+    case SearchRules::attnmt:
+      break;
+  }
+  return "attnmt";
 }
 
 int64_t max_target_length(int64_t src_len, const SearchOptions& options) {

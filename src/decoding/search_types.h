@@ -12,13 +12,15 @@ namespace attnmt {
 
 // Whose beam and greedy search rules search() follows (decode.search_rules).
 enum class SearchRules {
-  attnmt,   // search.h's
-  opennmt,  // OpenNMT-py 2.3's BeamSearch (toolkit_search.h)
-  joeynmt,  // Joey NMT 2.3's beam_search and recurrent_greedy (toolkit_search.h)
+  attnmt,    // search.h's
+  opennmt,   // OpenNMT-py 2.3's BeamSearch (toolkit_search.h)
+  opennmt3,  // OpenNMT-py 3.x's BeamSearch (v3.5.1; toolkit_search.h)
+  joeynmt,   // Joey NMT 2.3's beam_search and recurrent_greedy (toolkit_search.h)
 };
 
-// decode.search_rules's value as SearchRules (the config loader has checked the name).
+// decode.search_rules's value as SearchRules (the config loader has checked the name), and back.
 SearchRules search_rules_named(const std::string& name);
+std::string search_rules_name(SearchRules rules);
 
 // The defaults are decode:'s (config.h), which translate_options (translator.h) copies in.
 struct SearchOptions {
@@ -26,12 +28,14 @@ struct SearchOptions {
   int beam_size = decode_defaults().beam_size;
   double length_penalty = decode_defaults().length_penalty;      // GNMT alpha; 0 = raw log-probability
   double coverage_penalty = decode_defaults().coverage_penalty;  // GNMT beta; 0 = off
-  double max_length_ratio = decode_defaults().max_length_ratio;  // max target tokens = floor(ratio * source tokens) + 5
+  // max target tokens = floor(ratio * source tokens) + 5 (rules attnmt and opennmt3; see max_length)
+  double max_length_ratio = decode_defaults().max_length_ratio;
   int n_best = decode_defaults().n_best;  // hypotheses returned per sentence (sampling: samples drawn)
   bool return_attention = false;
   int min_length = decode_defaults().min_length;  // no eos before this many target tokens
   // At most this many target tokens (0 = only the ratio's limit); opennmt / joeynmt rules: the
-  // only limit, eos counted (0: opennmt refuses it, joeynmt takes Joey's 1.5 x source).
+  // only limit, eos counted (0: opennmt refuses it, joeynmt takes Joey's 1.5 x source); opennmt3:
+  // with the ratio's, as OpenNMT-py 3.x's min(max_length, ratio * source + 5), eos counted (> 0).
   int max_length = decode_defaults().max_length;
   bool ban_unk = decode_defaults().ban_unk;  // opennmt / joeynmt rules: the unknown word is never chosen
   int no_repeat_ngram_size = decode_defaults().no_repeat_ngram_size;  // 0 = off

@@ -15,19 +15,21 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string rules_name(SearchRules rules) { return rules == SearchRules::opennmt ? "opennmt" : "joeynmt"; }
+bool opennmt_rules(SearchRules rules) { return rules == SearchRules::opennmt || rules == SearchRules::opennmt3; }
 
 // What these rules do not do is refused, in one line naming the option (the config loader
 // refuses the same first; this is for callers that build SearchOptions themselves).
 void check_supported(const SearchOptions& o, const Guides& guides) {
-  const std::string rules = rules_name(o.rules);
+  const std::string rules = search_rules_name(o.rules);
   auto refuse = [&](const std::string& what) {
     throw std::invalid_argument(what + ": not with decode.search_rules " + rules + " (attnmt's rules only)");
   };
   if (o.rules == SearchRules::attnmt) throw std::invalid_argument("toolkit_search: decode.search_rules is attnmt");
-  if (o.max_length < 0 || (o.max_length == 0 && o.rules == SearchRules::opennmt)) {
+  if (o.max_length < 0 || (o.max_length == 0 && opennmt_rules(o.rules))) {
     throw std::invalid_argument("decode.max_length must be > 0 with decode.search_rules " + rules +
-                                " (the toolkit's max_length, its only length limit), got " +
+                                (o.rules == SearchRules::opennmt3
+                                     ? " (the toolkit's max_length), got "
+                                     : " (the toolkit's max_length, its only length limit), got ") +
                                 std::to_string(o.max_length));
   }
   if (o.beam_size < 1 || o.n_best < 1 || o.n_best > o.beam_size) {
@@ -47,7 +49,7 @@ void check_supported(const SearchOptions& o, const Guides& guides) {
 // log_softmax), in a tensor of their own.
 torch::Tensor step_log_probs(const StepResult& r, SearchRules rules) {
   if (r.vocabulary.defined()) {
-    throw std::invalid_argument("decode.shortlist: not with decode.search_rules " + rules_name(rules));
+    throw std::invalid_argument("decode.shortlist: not with decode.search_rules " + search_rules_name(rules));
   }
   auto x = r.logits.to(torch::kFloat).contiguous();
   return r.log_probs ? x.clone() : x.log_softmax(-1);
@@ -237,13 +239,13 @@ std::vector<int64_t> finish_rows(const std::vector<char>& ended, std::vector<int
 std::vector<std::vector<Hypothesis>> toolkit_search(StepModel& model, const torch::Tensor& src,
                                                     const torch::Tensor& lengths, const SearchOptions& options,
                                                     const Guides& guides) {
-  if (options.rules == SearchRules::opennmt) return opennmt_beam_search(model, src, lengths, options, guides);
+  if (opennmt_rules(options.rules)) return opennmt_beam_search(model, src, lengths, options, guides);
   if (options.beam_size < 2) return joeynmt_greedy_search(model, src, lengths, options, guides);
   return joeynmt_beam_search(model, src, lengths, options, guides);
 }
 
 // onmt/translate/beam_search.py BeamSearchBase.advance and update_finished, driven as
-// translator.py's _translate_batch_with_strategy drives them.
+// translator.py's _translate_batch_with_strategy drives them; 2.3's, or 3.5.1's (opennmt3).
 std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const torch::Tensor& src,
                                                          const torch::Tensor& lengths, const SearchOptions& options,
                                                          const Guides& guides) {
@@ -251,7 +253,25 @@ std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const
   const auto device = model.device();
   const int64_t B = src.size(0), K = options.beam_size, eos = model.eos_id();
   const auto src_len = to_vector(lengths);
-  const bool wu = options.length_penalty > 0;  // length_penalty wu with alpha, else none
+  const bool v3 = options.rules == SearchRules::opennmt3;
+  const bool penalised = options.length_penalty > 0;  // 2.3: wu with alpha; 3.x: avg with alpha; else none
+  // The penalty if the sequence ends after step t (len(self) = t + 1, bos counted; +1 for the eos).
+  auto length_penalty = [&](int64_t t) {
+    if (!penalised) return 1.0;
+    const auto length = static_cast<double>(t + 2);
+    return v3 ? std::pow(length, options.length_penalty) : std::pow((5.0 + length) / 6.0, options.length_penalty);
+  };
+  // What a barred token (min_length's eos, ban_unk's unk) and a finished slot's running score
+  // become: 2.3's -1e20 and -1e10, 3.x's -65504 for both (the float16 minimum).
+  const double barred = v3 ? -65504.0 : -1e20, ended = v3 ? -65504.0 : -1e10;
+  // Each sentence's most tokens, eos counted: max_length; 3.x min(max_length, ratio * source + 5),
+  // from the sentence's own source where 3.x takes its batch's longest (the same at batch 1).
+  std::vector<int64_t> limit(static_cast<size_t>(B), options.max_length);
+  if (v3) {
+    for (int64_t b = 0; b < B; ++b)
+      limit[static_cast<size_t>(b)] = max_target_length(src_len[static_cast<size_t>(b)], options);
+  }
+  const int64_t steps = *std::max_element(limit.begin(), limit.end());
   auto state = model.start(src, lengths);
   expand_to_beams(*state, B, K, device);
 
@@ -267,17 +287,17 @@ std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const
   Paths paths(options.return_attention);
 
   auto prev = torch::full({B * K}, model.bos_id(), torch::dtype(torch::kLong).device(device));
-  for (int64_t t = 0; t < options.max_length && !sentence.empty(); ++t) {  // len(self) = t + 1
+  for (int64_t t = 0; t < steps && !sentence.empty(); ++t) {  // len(self) = t + 1
     const auto A = static_cast<int64_t>(sentence.size());
     auto r = model.step(prev, *state, options.return_attention);
     const auto log_probs = step_log_probs(r, options.rules);  // [A * K, V]
     auto scores = log_probs.clone();
-    if (t + 1 <= options.min_length) scores.select(1, eos).fill_(-1e20);  // ensure_min_length
-    if (options.ban_unk) scores.select(1, model.unk_id()).fill_(-1e20);   // ensure_unk_removed
+    if (t + 1 <= options.min_length) scores.select(1, eos).fill_(barred);  // ensure_min_length
+    if (options.ban_unk) scores.select(1, model.unk_id()).fill_(barred);   // ensure_unk_removed
     scores += running.view({A * K, 1});
     // The penalty if the sequence ends now: length_penalty(step + 1) with step = len(self).
-    const double lp = wu ? std::pow((5.0 + static_cast<double>(t + 2)) / 6.0, options.length_penalty) : 1.0;
-    if (wu) scores = scores / lp;
+    const double lp = length_penalty(t);
+    if (penalised) scores = scores / lp;
     auto c = choose(scores, A, K);
     running = c.scores * lp;  // topk_log_probs
     paths.advance(c.select, c.token, chosen_log_probs(log_probs, c.select, c.token),
@@ -286,7 +306,8 @@ std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const
     std::vector<char> finished(c.token.size());
     bool any_finished = false;
     for (size_t i = 0; i < finished.size(); ++i) {
-      finished[i] = c.token[i] == eos || t + 1 == options.max_length;  // ensure_max_length
+      const int64_t most = limit[static_cast<size_t>(sentence[i / static_cast<size_t>(K)])];
+      finished[i] = c.token[i] == eos || t + 1 == most;  // ensure_max_length
       any_finished = any_finished || finished[i];
     }
     if (any_finished) {  // update_finished
@@ -294,7 +315,7 @@ std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const
                                .to(torch::kBool)
                                .view({A, K})
                                .to(device),
-                           -1e10);
+                           ended);
       std::vector<int64_t> keep;
       for (int64_t a = 0; a < A; ++a) {
         const int64_t b = sentence[static_cast<size_t>(a)];
@@ -307,8 +328,12 @@ std::vector<std::vector<Hypothesis>> opennmt_beam_search(StepModel& model, const
                 {c.score[static_cast<size_t>(i)], paths.hypothesis(i, eos, src_len[static_cast<size_t>(b)])});
           }
         }
-        // The top beam has finished, and there are beam_size (not n_best) hypotheses.
-        if (top_beam_finished[static_cast<size_t>(a)] && static_cast<int64_t>(hyps.size()) >= K) {
+        // 2.3: the top beam has finished at some step, and there are beam_size (not n_best)
+        // hypotheses; 3.x: the top beam has finished at this step, and there are n_best.
+        const bool done =
+            v3 ? finished[static_cast<size_t>(a * K)] && static_cast<int64_t>(hyps.size()) >= options.n_best
+               : top_beam_finished[static_cast<size_t>(a)] && static_cast<int64_t>(hyps.size()) >= K;
+        if (done) {
           out[static_cast<size_t>(b)] = best_of(hyps, options.n_best);
         } else {
           keep.push_back(a);

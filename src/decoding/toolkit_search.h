@@ -18,6 +18,15 @@
 // onmt/translate/greedy_search.py (GreedySearch with random_sampling_topk 1: argmax): the running
 //   sum of the chosen log-probabilities, divided by lp(|Y| + 1) when the sentence ends.
 //
+// OpenNMT-py 3.x (v3.5.1, commit 3f0c5f7c), the same file (rules opennmt3), differs in:
+//   - lp = (|Y| + 1)^alpha (its default length_penalty avg) when alpha > 0, else 1;
+//   - barred tokens and finished slots get -65504 (the float16 minimum) instead of -1e20 / -1e10;
+//   - a sentence ends once its CURRENT best candidate ends in eos and it has >= n_best finished
+//     hypotheses (so n_best changes the 1-best);
+//   - the most tokens are int(min(max_length, source length x max_length_ratio + 5)), where 3.x's
+//     translator takes its batch's longest source and these rules each sentence's own (the same
+//     at batch size 1).
+//
 // Joey NMT 2.3, joeynmt/search.py:
 //   - beam_search: bos and pad get -inf, unk too with ban_unk (not generate_unk), eos while fewer
 //     than min_length tokens are out; candidates: topk over K * V of (running log P + log_softmax)
@@ -34,7 +43,7 @@
 // Every hypothesis: tokens without bos and eos (cut at the first eos, as both toolkits' outputs
 // are), score = the toolkit's, log_prob = log P of those tokens and the eos, finished = ended by
 // eos, attention rows with options.return_attention. The maximum length is options.max_length
-// alone (max_length_ratio is not used). Not supported here (refused): sampling, a shortlist,
+// alone (max_length_ratio is used by opennmt3 only). Not supported here (refused): sampling, a shortlist,
 // coverage penalty, no_repeat_ngram_size, prefixes and constraints.
 #pragma once
 #include <vector>
@@ -44,7 +53,7 @@
 
 namespace attnmt {
 
-// options.rules chooses: opennmt -> opennmt_beam_search; joeynmt -> beam_size >= 2 ?
+// options.rules chooses: opennmt, opennmt3 -> opennmt_beam_search; joeynmt -> beam_size >= 2 ?
 // joeynmt_beam_search : joeynmt_greedy_search (as each toolkit's translator chooses).
 // std::invalid_argument, one line naming the option, for what these rules do not support.
 std::vector<std::vector<Hypothesis>> toolkit_search(StepModel& model, const torch::Tensor& src,

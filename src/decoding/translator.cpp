@@ -117,7 +117,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   if (options.search.rules != SearchRules::attnmt && (!guides.prefixes.empty() || !guides.constraints.empty())) {
     throw InputError(std::string(guides.prefixes.empty() ? "constraints" : "target prefixes") +
                      ": not with decode.search_rules " +
-                     (options.search.rules == SearchRules::opennmt ? "opennmt" : "joeynmt") + " (attnmt's rules only)");
+                     search_rules_name(options.search.rules) + " (attnmt's rules only)");
   }
   torch::InferenceMode inference;
   const auto device = model.device();

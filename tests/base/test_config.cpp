@@ -553,7 +553,8 @@ const InvalidCase kInvalid[] = {
     {{"train.lr_schedule=linear"},
      "train.lr_schedule must be one of {plateau, constant, inverse_sqrt, cosine}, got 'linear'"},
     {{"train.valid_metric=chrf"}, "train.valid_metric must be one of {bleu, ppl}, got 'chrf'"},
-    {{"model.attention.score=mlp"}, "model.attention.score must be one of {dot, scaled_dot, general, concat}, got 'mlp'"},
+    {{"model.attention.score=mlp"},
+     "model.attention.score must be one of {dot, scaled_dot, general, concat}, got 'mlp'"},
     {{"distributed.backend=mpi"}, "distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"},
     {{"gemm=mkl"}, "gemm must be one of {auto, onednn, blas}, got 'mkl'"},
     {{"device=gpu"}, "device must be cpu, cuda or cuda:N, got 'gpu'"},
@@ -568,19 +569,26 @@ const InvalidCase kInvalid[] = {
     {{"decode.n_best=6"}, "decode.n_best must be in [1, decode.beam_size=5], got 6"},
     {{"train.lr_schedule=inverse_sqrt"},
      "train.warmup_steps must be > 0 with train.lr_schedule: inverse_sqrt (lr * sqrt(warmup / step)), got 0"},
-    {{"train.lr_schedule=cosine"}, "train.max_steps must be > 0 with train.lr_schedule: cosine (the cosine ends at it), got 0"},
+    {{"train.lr_schedule=cosine"},
+     "train.max_steps must be > 0 with train.lr_schedule: cosine (the cosine ends at it), got 0"},
     {{"train.lr_schedule=cosine", "train.max_steps=1000", "train.min_learning_rate=1"},
      "train.min_learning_rate must be <= train.learning_rate with train.lr_schedule: cosine, got 1.0"},
     {{"decode.max_length=3", "decode.min_length=4"}, "decode.min_length must be <= decode.max_length=3, got 4"},
     {{"decode.mbr=bleu", "decode.mbr_candidates=6"},
      "decode.mbr_candidates must be in [0, decode.beam_size=5] (0 = the whole beam), got 6"},
-    {{"decode.ban_unk=true"}, "decode.ban_unk must be false with decode.search_rules: attnmt (a rule of opennmt and joeynmt), got true"},
+    {{"decode.ban_unk=true"},
+     "decode.ban_unk must be false with decode.search_rules: attnmt (a rule of opennmt, opennmt3 and joeynmt), got "
+     "true"},
     {{"decode.search_rules=opennmt"},
-     "decode.max_length must be > 0 with decode.search_rules: opennmt (the toolkit's max_length, its only length limit), got 0"},
+     "decode.max_length must be > 0 with decode.search_rules: opennmt (the toolkit's max_length, its only length "
+     "limit), got 0"},
+    {{"decode.search_rules=opennmt3"},
+     "decode.max_length must be > 0 with decode.search_rules: opennmt3 (the toolkit's max_length), got 0"},
     {{"model.share_embeddings=true", "tokenizer.shared=false"},
      "model.share_embeddings must be false unless tokenizer.shared is true (one vocabulary for both sides), got true"},
     {{"model.encoder.self_attention.layers=1", "model.encoder.self_attention.heads=3"},
-     "model.encoder.self_attention.heads must be a divisor of the encoder's output size 512 (hidden_size x directions), got 3"},
+     "model.encoder.self_attention.heads must be a divisor of the encoder's output size 512 (hidden_size x "
+     "directions), got 3"},
 };
 
 }  // namespace

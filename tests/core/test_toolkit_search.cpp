@@ -1,7 +1,8 @@
-// decode.search_rules opennmt / joeynmt (decoding/toolkit_search.h) against the toolkits' own
-// search code: tests/data/toolkit_search/make.py ran OpenNMT-py 2.3's BeamSearch / GreedySearch
-// and Joey NMT 2.3's beam_search / recurrent_greedy on HashModel (step_models.h) written in
-// Python, and recorded their hypotheses; attnmt must give the same tokens, and the same scores.
+// decode.search_rules opennmt / opennmt3 / joeynmt (decoding/toolkit_search.h) against the
+// toolkits' own search code: tests/data/toolkit_search/make.py ran OpenNMT-py 2.3's BeamSearch /
+// GreedySearch and Joey NMT 2.3's beam_search / recurrent_greedy, make_onmt3.py OpenNMT-py
+// 3.5.1's BeamSearch, on HashModel (step_models.h) written in Python (toy.py), and recorded their
+// hypotheses; attnmt must give the same tokens, and the same scores.
 // torch first: its glog defines a CHECK of its own, which Catch's must replace (the precompiled
 // header does this for the build; a build without it must not run glog's silently).
 #include <torch/torch.h>
@@ -31,11 +32,17 @@ using nlohmann::json;
 
 namespace {
 
+// expected.json's cases (OpenNMT-py 2.3, Joey NMT 2.3), then expected_onmt3.json's (OpenNMT-py 3.5.1).
 const json& expected_cases() {
   static const json cases = [] {
-    std::ifstream in(std::string(ATTNMT_TEST_DATA_DIR) + "/toolkit_search/expected.json");
-    REQUIRE(in.good());
-    return json::parse(in)["cases"];
+    json all = json::array();
+    for (const char* file : {"expected.json", "expected_onmt3.json"}) {
+      std::ifstream in(std::string(ATTNMT_TEST_DATA_DIR) + "/toolkit_search/" + file);
+      REQUIRE(in.good());
+      const auto file_cases = json::parse(in)["cases"];
+      for (const auto& c : file_cases) all.push_back(c);
+    }
+    return all;
   }();
   return cases;
 }
@@ -50,12 +57,13 @@ double number(const json& j) {
 
 SearchOptions case_options(const json& c) {
   SearchOptions o;
-  o.rules = c["toolkit"] == "opennmt" ? SearchRules::opennmt : SearchRules::joeynmt;
+  o.rules = search_rules_named(c["toolkit"].get<std::string>());
   o.beam_size = c["beam_size"];
   o.n_best = c["n_best"];
   o.length_penalty = c["alpha"];
   o.min_length = c["min_length"];
   o.max_length = c["max_length"];
+  if (c.contains("max_length_ratio")) o.max_length_ratio = c["max_length_ratio"];  // opennmt3's
   o.ban_unk = c["ban_unk"];
   o.return_attention = c["return_attention"];
   return o;
@@ -164,7 +172,7 @@ TEST_CASE("toolkit search rules on a real (random) model: log_prob equals teache
   torch::NoGradGuard no_grad;
   const auto src = torch::randint(4, 20, {4, 6}, torch::kLong);
   const auto len = torch::tensor({6, 4, 2, 5}, torch::kLong);
-  for (const auto rules : {SearchRules::opennmt, SearchRules::joeynmt}) {
+  for (const auto rules : {SearchRules::opennmt, SearchRules::opennmt3, SearchRules::joeynmt}) {
     for (const int beam : {1, 4}) {
       SearchOptions o;
       o.rules = rules;
@@ -175,7 +183,7 @@ TEST_CASE("toolkit search rules on a real (random) model: log_prob equals teache
       const auto out = search(step_model, src, len, o);
       for (int64_t b = 0; b < 4; ++b) {
         for (const auto& h : out[static_cast<size_t>(b)]) {
-          INFO((rules == SearchRules::opennmt ? "opennmt" : "joeynmt") << " beam " << beam << " sentence " << b);
+          INFO(search_rules_name(rules) << " beam " << beam << " sentence " << b);
           if (h.score == -1.0 && h.tokens == std::vector<int64_t>{step_model.unk_id()}) continue;  // Joey's filler
           std::vector<int64_t> outputs = h.tokens;
           if (h.finished) outputs.push_back(step_model.eos_id());
@@ -220,11 +228,11 @@ TEST_CASE("toolkit search rules: what they do not support is refused, naming the
   HashModel model(10, 0.0, 0.5);
   const auto src = torch::tensor({{5, 6, 7}}, torch::kLong);
   const auto len = torch::tensor({3}, torch::kLong);
-  for (const auto rules : {SearchRules::opennmt, SearchRules::joeynmt}) {
+  for (const auto rules : {SearchRules::opennmt, SearchRules::opennmt3, SearchRules::joeynmt}) {
     SearchOptions o;
     o.rules = rules;
     o.max_length = 0;
-    if (rules == SearchRules::opennmt) {
+    if (rules != SearchRules::joeynmt) {
       CHECK_THROWS_WITH(search(model, src, len, o), Catch::Contains("decode.max_length must be > 0"));
     } else {
       CHECK_NOTHROW(search(model, src, len, o));  // Joey NMT's default length limit
@@ -300,6 +308,8 @@ TEST_CASE("toolkit search rules: decode.search_rules and decode.ban_unk in the c
   CHECK(options.search.max_length == 50);
   CHECK(translate_options(config("  search_rules: opennmt\n  max_length: 9\n").decode).search.rules ==
         SearchRules::opennmt);
+  CHECK(translate_options(config("  search_rules: opennmt3\n  max_length: 9\n").decode).search.rules ==
+        SearchRules::opennmt3);
   CHECK(translate_options(Config().decode).search.rules == SearchRules::attnmt);
   CHECK_THROWS_WITH(config("  search_rules: marian\n"), Catch::Contains("decode.search_rules"));
   CHECK_THROWS_WITH(config("  search_rules: opennmt\n"),

@@ -15,7 +15,6 @@ Run with Debian's python3 (torch 1.13.1, the LibTorch attnmt links), the peers i
   /usr/bin/python3 tests/data/toolkit_search/make.py   # writes tests/data/toolkit_search/expected.json
 """
 import json
-import math
 import os
 import sys
 import types
@@ -37,83 +36,7 @@ from onmt.translate.beam_search import BeamSearch, GNMTGlobalScorer  # noqa: E40
 from onmt.translate.greedy_search import GreedySearch  # noqa: E402
 from joeynmt.search import beam_search as joey_beam_search, recurrent_greedy  # noqa: E402
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
-M64, M62 = (1 << 64) - 1, (1 << 62) - 1
-
-
-def mix(h, x):
-    """The toy's hash step (HashModel::mix in step_models.h)."""
-    z = (h * 6364136223846793005 + x * 1442695040888963407 + 1) & M64
-    z ^= z >> 29
-    z = (z * 0xBF58476D1CE4E5B9) & M64
-    z ^= z >> 32
-    return z & M62
-
-
-class Toy:
-    def __init__(self, vocab, eos_offset, eos_slope):
-        self.V, self.eos_offset, self.eos_slope = vocab, eos_offset, eos_slope
-
-    def start(self, sources):
-        h = []
-        for src in sources:
-            x = len(src)
-            for tok in src:
-                x = mix(x, tok)
-            h.append(x)
-        return torch.tensor(h, dtype=torch.long), torch.tensor([len(s) for s in sources], dtype=torch.long)
-
-    def step(self, prev, h, lens, t, S):
-        """prev, h, lens [N]; returns logits [N, V] float32, the new h, attention [N, S]."""
-        new_h, logits, att = [], [], []
-        for p, x, n in zip(prev.tolist(), h.tolist(), lens.tolist()):
-            x = mix(x, p)
-            new_h.append(x)
-            row = [(mix(x, 1000 + v) >> 38) * 2.0 ** -22 - 2.0 for v in range(self.V)]
-            row[EOS] = row[EOS] + (self.eos_offset + self.eos_slope * t)
-            logits.append(row)
-            w = [float((mix(x, 5000 + s) >> 42) + 1) for s in range(n)]
-            total = 0.0
-            for v in w:
-                total += v
-            att.append([v / total for v in w] + [0.0] * (S - n))
-        return (torch.tensor(logits, dtype=torch.float32), torch.tensor(new_h, dtype=torch.long),
-                torch.tensor(att, dtype=torch.float32))
-
-    def log_prob(self, src, tokens):
-        """log P of tokens (eos included when there) by feeding them one at a time: float32
-        log-probabilities summed as Python floats."""
-        h, lens = self.start([src])
-        prev, total = BOS, 0.0
-        for t, tok in enumerate(tokens):
-            logits, h, _ = self.step(torch.tensor([prev]), h, lens, t, len(src))
-            total += float(torch.log_softmax(logits, -1)[0, tok])
-            prev = tok
-        return total
-
-
-def cut(tokens):
-    """A toolkit's output row as attnmt's Hypothesis: tokens before the first eos, and whether it had one."""
-    if EOS in tokens:
-        return tokens[:tokens.index(EOS)], True
-    return tokens, False
-
-
-def number(x):
-    """A float for JSON, which has no infinities: those as the strings "-inf" and "inf"."""
-    x = float(x)
-    return x if math.isfinite(x) else str(x)
-
-
-def hypothesis(toy, src, tokens, score, attention=None):
-    tokens = [int(t) for t in tokens]
-    kept, finished = cut(tokens)
-    h = {"tokens": kept, "finished": finished, "score": number(score),
-         "log_prob": toy.log_prob(src, kept + ([EOS] if finished else []))}
-    if attention is not None:
-        rows = len(kept) + (1 if finished else 0)
-        h["attention"] = [[float(v) for v in row] for row in attention[:rows].tolist()]
-    return h
+from toy import BOS, EOS, PAD, UNK, Toy, cut, hypothesis, number  # noqa: E402,F401
 
 
 def scorer(alpha):
