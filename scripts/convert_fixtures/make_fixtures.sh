@@ -11,7 +11,8 @@
 #
 # Needs the peers (../shared/peers/README.md): OpenNMT-py 2.3.0 and Joey NMT 2.3 from source on
 # Debian's python3-torch 1.13.1, their data (scripts/02_data.sh: data/raw), PEERS_ROOT set as for
-# them, and the OpenNMT-py 3.5.1 tree (extracted here from the OpenNMT-py mirror, see below).
+# them, and the OpenNMT-py 3.5.1 tree (extracted here from the OpenNMT-py mirror, see below);
+# onmt_brnn_lstm_general's REST answers (onmt_rest.py) need Debian's python3-flask and python3-waitress.
 # Training and decoding run with 1 thread and fixed seeds (deterministic on the same machine/
 # library versions; another BLAS or CPU may give other float rounding, hence other models).
 # Work files: $PEERS_ROOT/convert_fixtures; output: tests/data/convert (OUT).
@@ -97,6 +98,8 @@ onmt3_fixtures() {
     log "$(basename "$fx"): translate with OpenNMT-py 3.5.1, compare with fixture 1"
     PYTHONPATH=$HERE/onmt3_shims:$ONMT3 $PY "$HERE/onmt3_check.py" "$fx" "$f1" "$W/onmt3/notes.json" \
       2> "$W/onmt3/check_$(basename "$fx").log"
+    log "$(basename "$fx"): translate with all of OpenNMT-py 3.5.1's defaults (onmt3_defaults.py)"
+    PYTHONPATH=$HERE/onmt3_shims:$ONMT3 $PY "$HERE/onmt3_defaults.py" "$fx" 2>> "$W/onmt3/check_$(basename "$fx").log"
   done
 }
 
@@ -131,7 +134,9 @@ prep
 for t in "${targets[@]}"; do
   case $t in
     prep) ;;
-    onmt_brnn_lstm_general) onmt_fixture $t --cli-greedy --sampling-check ;;
+    onmt_brnn_lstm_general) onmt_fixture $t --cli-greedy --sampling-check
+      log "$t: OpenNMT-py's REST server (onmt_rest.py)"
+      PYTHONPATH=$ONMT_PYTHONPATH $PY "$HERE/onmt_rest.py" "$OUT/$t" 1 3 ;;
     onmt_rnn_gru_mlp) onmt_fixture $t ;;
     onmt_brnn_lstm_dot_bridge) onmt_fixture $t ;;
     onmt3) onmt3_fixtures ;;

@@ -138,6 +138,7 @@ OpenNMTCheckpoint read_opennmt_checkpoint(const std::string& path) {
       (vocab.get("src").kind() == PyKind::List || vocab.get("src").kind() == PyKind::Tuple)) {
     // 3.x: plain token lists; the specials are OpenNMT-py's default tokens.
     c.version = "OpenNMT-py 3.x";
+    c.major_version = 3;
     c.src_tokens = string_list(vocab.get("src"));
     c.tgt_tokens = string_list(vocab.get("tgt"));
     if (vocab.has("src_feats") && vocab.get("src_feats").kind() == PyKind::List) {
@@ -165,6 +166,7 @@ OpenNMTCheckpoint read_opennmt_checkpoint(const std::string& path) {
   } else if (vocab.kind() == PyKind::List) {
     // 1.x: a list of (side, torchtext Vocab) pairs.
     c.version = "OpenNMT-py 1.x";
+    c.major_version = 1;
     for (const auto& pair : vocab.as_list()) {
       const auto name = pair.at(0).as_string();
       if (name == "src") c.src_tokens = string_list(pair.at(1).attr("itos"));

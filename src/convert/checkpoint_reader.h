@@ -14,7 +14,8 @@
 namespace attnmt {
 
 struct OpenNMTCheckpoint {
-  std::string version;  // "OpenNMT-py 2.x" | "OpenNMT-py 3.x"
+  std::string version;    // "OpenNMT-py 1.x" | "OpenNMT-py 2.x" | "OpenNMT-py 3.x"
+  int major_version = 2;  // the version's number: 3.x decodes by other defaults and rules
   ToolkitOptions opt;   // the checkpoint's 'opt' (its argparse.Namespace)
   std::vector<std::string> src_tokens, tgt_tokens;
   SpecialIds src_specials, tgt_specials;

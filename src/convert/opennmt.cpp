@@ -140,14 +140,18 @@ ToolkitModel read_opennmt(const ConvertOptions& options) {
                       ": OpenNMT-py starts each decoder layer from the same encoder layer's state, so they must match");
   }
 
-  // translate.py's defaults: beam 5, no length penalty, at most 100 tokens, its own search rules.
+  // The translate.py defaults of the version that wrote it, and that version's search rules.
+  // 2.x: beam 5, no length penalty, at most 100 tokens. 3.x (onmt/opts.py of v3.5.1): beam 5,
+  // length_penalty avg with alpha 1 (score / length), at most min(250, 1.25 x source + 5) tokens.
+  const bool v3 = ckpt.major_version >= 3;
   m.decode.beam_size = 5;
   m.decode.n_best = 1;
-  m.decode.length_penalty = 0.0;
+  m.decode.length_penalty = v3 ? 1.0 : 0.0;
   m.decode.coverage_penalty = 0.0;
   m.decode.min_length = 0;
-  m.decode.max_length = 100;
-  m.decode.search_rules = "opennmt";
+  m.decode.max_length = v3 ? 250 : 100;
+  if (v3) m.decode.max_length_ratio = 1.25;
+  m.decode.search_rules = v3 ? "opennmt3" : "opennmt";
 
   m.src_tokens = ckpt.src_tokens;
   m.tgt_tokens = ckpt.tgt_tokens;

@@ -104,11 +104,36 @@ const Fixture kAll[] = {
     {"joey_lstm_luong_zero", "joeynmt", "", ""},
 };
 
-// Converts a fixture and compares its translations with the toolkit's recorded ones.
-void check_fixture(const Fixture& f) {
+// Every hypothesis of every line, as many as the toolkit's: the same text, the score within 1e-4.
+void check_full_lists(const std::vector<std::vector<Hyp>>& got, const std::vector<nlohmann::json>& want,
+                      bool sentencepiece, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  size_t same = 0, total = 0;
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO(what << ", line " << i);
+    CHECK(got[i].size() == want[i].size());
+    total += want[i].size();
+    for (size_t k = 0; k < want[i].size() && k < got[i].size(); ++k) {
+      INFO("hypothesis " << k);
+      CHECK(got[i][k].text == expected_text(want[i][k]["tokens"], sentencepiece));
+      if (got[i][k].text != expected_text(want[i][k]["tokens"], sentencepiece)) continue;
+      ++same;
+      worst = std::max(worst, std::abs(got[i][k].score - want[i][k]["score"].get<double>()));
+    }
+  }
+  WARN(what << ": " << same << "/" << total << " hypotheses equal the toolkit's; largest score difference " << worst);
+  CHECK(worst < 1e-4);
+}
+
+// Converts a fixture and compares its translations with the toolkit's recorded ones (`expected`,
+// made with the model's default settings changed by `decode`; full_lists: also every n-best list
+// entry for entry, check_full_lists).
+void check_fixture(const Fixture& f, const std::string& expected_file = "expected.jsonl",
+                   const std::string& decode = "", bool full_lists = false) {
   const fs::path dir = kFixtures / f.name;
-  INFO(f.name);
-  REQUIRE(fs::exists(dir / "expected.jsonl"));
+  INFO(f.name << " " << expected_file << " " << decode);
+  REQUIRE(fs::exists(dir / expected_file));
   const auto tmp = temp_dir(std::string("convert_") + f.name);
   const fs::path model = tmp / "model.pt";
   const std::string source = *f.source ? (dir / f.source).string() : dir.string();
@@ -119,7 +144,7 @@ void check_fixture(const Fixture& f) {
   const fs::path input = dir / "src.txt";
   const size_t lines = lines_of(input).size();
   std::vector<nlohmann::json> expected;
-  for (const auto& line : lines_of(dir / "expected.jsonl")) expected.push_back(nlohmann::json::parse(line));
+  for (const auto& line : lines_of(dir / expected_file)) expected.push_back(nlohmann::json::parse(line));
   REQUIRE(expected.size() == lines);
   const bool sentencepiece = *f.spm;  // such a model writes detokenized text
 
@@ -128,7 +153,7 @@ void check_fixture(const Fixture& f) {
     const auto scores = tmp / (std::string(search) + ".scores");
     const auto r = run("translate --model " + model.string() + " --threads 1 --beam-size " + std::to_string(beam) +
                        " --n-best " + std::to_string(n_best) + " --input " + input.string() + " --output " +
-                       out.string() + " --scores " + scores.string());
+                       out.string() + " --scores " + scores.string() + " " + decode);
     INFO(r.output);
     REQUIRE(r.status == 0);
     const auto got = read_nbest(out, scores, lines, n_best);
@@ -159,13 +184,19 @@ void check_fixture(const Fixture& f) {
     CHECK(same_best == lines);
     CHECK(same_hyps * 100 >= compared * 99);
     CHECK(worst < 1e-4);
+    if (full_lists) {
+      std::vector<nlohmann::json> want;
+      for (const auto& e : expected)
+        want.push_back(std::string(search) == "greedy" ? nlohmann::json::array({e["greedy"]}) : e["beam5"]);
+      check_full_lists(got, want, sentencepiece, std::string(f.name) + " " + search);
+    }
   }
   // decode.precision int8 on the converted model (runtime/int8_gemm.h): it runs, and most beam
   // outputs stay the toolkit's (the fixtures' models are small and barely trained: their choices
   // are close calls more often than a real model's).
   const auto out = tmp / "int8.out";
   const auto r = run("translate --model " + model.string() + " --threads 1 --beam-size 5 --precision int8 --input " +
-                     input.string() + " --output " + out.string());
+                     input.string() + " --output " + out.string() + " " + decode);
   INFO(r.output);
   REQUIRE(r.status == 0);
   const auto got = lines_of(out);
@@ -190,10 +221,48 @@ TEST_CASE("convert: OpenNMT-py 2.x models translate as OpenNMT-py does", "[e2e][
   }
 }
 
+// A converted 3.x model translates with OpenNMT-py 3.5.1's translate.py defaults and search rules
+// (decode.search_rules opennmt3): with no decoding option it gives what 3.5.1 gives with all its
+// defaults (expected_v351_defaults.jsonl: beam 5, length_penalty avg, alpha 1, max_length 250,
+// max_length_ratio 1.25; n_best 1, and n_best 5, which ends the beam later in 3.x). Scores are
+// 3.x's: log P / (tokens + eos + bos).
+void check_v351_defaults(const Fixture& f) {
+  const fs::path dir = kFixtures / f.name;
+  INFO(f.name);
+  std::vector<nlohmann::json> expected;
+  for (const auto& line : lines_of(dir / "expected_v351_defaults.jsonl"))
+    expected.push_back(nlohmann::json::parse(line));
+  const auto tmp = temp_dir(std::string("convert_defaults_") + f.name);
+  const fs::path model = tmp / "model.pt";
+  const auto converted =
+      run("convert --from " + std::string(f.from) + " " + (dir / f.source).string() + " --output " + model.string());
+  INFO(converted.output);
+  REQUIRE(converted.status == 0);
+  const fs::path input = dir / "src.txt";
+  REQUIRE(expected.size() == lines_of(input).size());
+  for (const int n_best : {1, 5}) {
+    const auto out = tmp / "out.txt", scores = tmp / "scores.txt";
+    const auto r = run("translate --model " + model.string() + " --threads 1 --n-best " + std::to_string(n_best) +
+                       " --input " + input.string() + " --output " + out.string() + " --scores " + scores.string());
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    std::vector<nlohmann::json> want;
+    for (const auto& e : expected) want.push_back(e["nbest" + std::to_string(n_best)]);
+    check_full_lists(read_nbest(out, scores, expected.size(), n_best), want, false,
+                     std::string(f.name) + " 3.5.1 defaults, n_best " + std::to_string(n_best));
+  }
+  fs::remove_all(tmp);
+}
+
+// 3.5.1's own outputs with 2.3's settings (expected_v351.jsonl: -length_penalty none -alpha 0
+// -max_length 100, its default max_length_ratio 1.25 left as it is) differ from 2.3's in one
+// 5th-best (its beam ends by another rule); the converted model must give 3.5.1's, every entry.
 TEST_CASE("convert: OpenNMT-py 3.x checkpoints (vocabularies as lists, weights in the .pt or in safetensors)",
           "[e2e][convert]") {
   for (const auto& f : kAll) {
-    if (std::string(f.name).rfind("onmt3_", 0) == 0) check_fixture(f);
+    if (std::string(f.name).rfind("onmt3_", 0) != 0) continue;
+    check_fixture(f, "expected_v351.jsonl", "--length-penalty 0 --max-length 100", /*full_lists=*/true);
+    check_v351_defaults(f);
   }
 }
 
