@@ -9,7 +9,8 @@
 # --hosts: the 2 processes are 2 hosts instead, network namespaces joined by a veth pair
 # (10.231.8.1 / .2, the host name on 127.0.1.1 as on a stock Debian host) started with
 # docs/training.md's torchrun-variable commands, the link shaped by `tc qdisc ... tbf` to 1 and
-# to 10 Gbit/s, one run each (root and `ip netns` needed; the namespaces are removed on exit).
+# to 10 Gbit/s, one run each with fp32 gradients and one with distributed.compress fp16 (root and
+# `ip netns` needed; the namespaces are removed on exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hosts=0
@@ -71,18 +72,21 @@ else
     burst=$([ "$rate" = 1gbit ] && echo 1mb || echo 8mb)
     ip netns exec "${ns[0]}" tc qdisc replace dev veth-a root tbf rate "$rate" burst "$burst" latency 20ms
     ip netns exec "${ns[1]}" tc qdisc replace dev veth-b root tbf rate "$rate" burst "$burst" latency 20ms
-    name=two_hosts_$rate
-    rm -rf "${out:?}/$name"
-    mkdir -p "$out/$name"
-    cp "$out"/spm/spm.model "$out"/spm/spm.vocab "$out/$name/"
-    echo "[bench] $name: 2 hosts, link $rate ($(date +%H:%M:%S))"
-    for r in 1 0; do
-      ip netns exec "${ns[$r]}" env -u GLOO_SOCKET_IFNAME RANK=$r WORLD_SIZE=2 MASTER_ADDR=10.231.8.1 MASTER_PORT=29500 \
-        build/attnmt train "$config" --distributed --set train.save_dir="$out/$name" --set train.max_steps="$steps" \
-        --set train.report_every="$report" --set train.valid_every=1000000 --set train.valid_metric=ppl \
-        --set data.test.src= --set data.test.tgt= --set train.max_minutes=0 --threads 1 >"$out/$name.$r.log" 2>&1 &
+    for compress in none fp16; do
+      name=two_hosts_$rate$([ "$compress" = none ] || echo "_$compress")
+      rm -rf "${out:?}/$name"
+      mkdir -p "$out/$name"
+      cp "$out"/spm/spm.model "$out"/spm/spm.vocab "$out/$name/"
+      echo "[bench] $name: 2 hosts, link $rate, distributed.compress $compress ($(date +%H:%M:%S))"
+      for r in 1 0; do
+        ip netns exec "${ns[$r]}" env -u GLOO_SOCKET_IFNAME RANK=$r WORLD_SIZE=2 MASTER_ADDR=10.231.8.1 MASTER_PORT=29500 \
+          build/attnmt train "$config" --distributed --set train.save_dir="$out/$name" --set train.max_steps="$steps" \
+          --set train.report_every="$report" --set train.valid_every=1000000 --set train.valid_metric=ppl \
+          --set distributed.compress=$compress \
+          --set data.test.src= --set data.test.tgt= --set train.max_minutes=0 --threads 1 >"$out/$name.$r.log" 2>&1 &
+      done
+      wait
     done
-    wait
   done
 fi
 
@@ -98,7 +102,8 @@ def speeds(name):
     return {"median": statistics.median(w), "min": min(w), "max": max(w), "windows": len(w),
             "allreduce_share": statistics.median(a) if a else 0.0}
 one = speeds("one_process")
-runs = [("2 hosts x 1, 1 Gbit/s", "two_hosts_1gbit"), ("2 hosts x 1, 10 Gbit/s", "two_hosts_10gbit")] if hosts \
+runs = [("2 hosts x 1, 1 Gbit/s", "two_hosts_1gbit"), ("2 hosts x 1, 1 Gbit/s, fp16", "two_hosts_1gbit_fp16"),
+        ("2 hosts x 1, 10 Gbit/s", "two_hosts_10gbit"), ("2 hosts x 1, 10 Gbit/s, fp16", "two_hosts_10gbit_fp16")] if hosts \
     else [("2 x 1", "two_processes")]
 # The gradient volume per update: every parameter's fp32 gradient, which a ring all-reduce sends
 # (and receives) 2(N-1)/N times per rank.

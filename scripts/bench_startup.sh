@@ -5,8 +5,9 @@
 # score, help) against the engine's `--version`, which is what every command cost before the front
 # (every process that loads LibTorch pays it). With a trained MODEL (a model file or save dir),
 # translate's rows too: one sentence, and an empty input (model loading and start-up alone); and
-# the same sentence sent to an `attnmt serve` of the model started once (curl's whole process:
-# what a resident engine costs per request).
+# the same with ATTNMT_RESIDENT=1 (cli/resident.h: LibTorch loaded once, each command a fork;
+# started before the timed runs), and the same sentence sent to an `attnmt serve` of the model
+# started once (curl's whole process).
 #   scripts/bench_startup.sh [MODEL]        ATTNMT=path/to/attnmt (default build/attnmt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,10 +58,16 @@ row '`attnmt-engine --version` (LibTorch loaded: every command before the front)
 if [ -n "$model" ]; then
   row '`attnmt translate`, one sentence' translate_one
   row '`attnmt translate`, empty input' translate_none
+  resident_dir=$(mktemp -d)
+  trap 'pkill -f -- "--resident-engine $resident_dir/" || true; rm -rf "$resident_dir"' EXIT
+  resident() { ATTNMT_RESIDENT=1 ATTNMT_RESIDENT_DIR=$resident_dir ATTNMT_RESIDENT_IDLE=120 "$@"; }
+  resident translate_none > /dev/null  # starts it
+  row '`ATTNMT_RESIDENT=1 attnmt translate`, one sentence' resident translate_one
+  row '`ATTNMT_RESIDENT=1 attnmt translate`, empty input' resident translate_none
   log=$(mktemp)
   "$bin" serve --model "$model" --port 0 --threads 1 2> "$log" &
   server=$!
-  trap 'kill "$server" 2> /dev/null; rm -f "$log"' EXIT
+  trap 'kill "$server" 2> /dev/null; pkill -f -- "--resident-engine $resident_dir/" || true; rm -rf "$log" "$resident_dir"' EXIT
   port=""
   for ((i = 0; i < 600 && ${#port} == 0; ++i)); do
     sleep 0.1

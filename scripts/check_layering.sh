@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the include edges between the folders of src/ against the layering (no exceptions)
-#   cli / python -> analysis / train / bench / serve / convert -> decoding / io -> model -> attention -> runtime / util
+#   cli / python / api -> analysis / train / bench / serve / convert -> decoding / io -> model -> attention -> runtime / util
 # (with config, data, eval, align, report, pyformat as base libraries below the model's code). A file may
 # include its own folder and folders of a lower rank; anything else is a forbidden edge, printed
 # with its file and line, and the script exits 1. `--table` also prints every edge with its count.
@@ -16,7 +16,7 @@ declare -A rank=(
   [model]=4
   [io]=5 [decoding]=5
   [analysis]=6 [bench]=6 [train]=6 [serve]=6 [convert]=6
-  [cli]=7 [python]=7
+  [cli]=7 [python]=7 [api]=7
 )
 
 status=0

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs attnmt's build and run-time dependencies from Debian bookworm (skips what is there).
 #   scripts/install_deps.sh [--test]   (--test: also what the test suite uses, headless Chromium
-#                                       for the report test, NumPy for the Python module's)
+#                                       for the report test, NumPy for the Python module's,
+#                                       dpkg-dev for the .deb's (dpkg-shlibdeps, as cpack uses it),
+#                                       procps (pgrep, ps) for the resident engine's)
 set -euo pipefail
 packages=(cmake g++ make pkg-config libtorch-dev libsentencepiece-dev libyaml-cpp-dev libspdlog-dev
           catch2 libcli11-dev nlohmann-json3-dev zlib1g-dev libopenblas0-openmp libgloo-dev libdnnl-dev
           libcairo2-dev fonts-dejavu-core libgoogle-perftools-dev libcpp-httplib-dev
           python3-dev pybind11-dev python3-venv)
-[ "${1:-}" = "--test" ] && packages+=(chromium python3-numpy)
+[ "${1:-}" = "--test" ] && packages+=(chromium python3-numpy dpkg-dev procps)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,23 +41,7 @@ trap cleanup EXIT
 export OMP_WAIT_POLICY=PASSIVE
 
 if [ -z "$model" ]; then
-  data=$PWD/tests/data
-  cat > "$work/tiny.yaml" <<YAML
-data:
-  train: {src: $data/tiny.de, tgt: $data/tiny.en}
-  valid: {src: $data/tiny.de, tgt: $data/tiny.en}
-tokenizer: {vocab_size: 400, shared: true}
-model:
-  embedding_size: 64
-  encoder: {hidden_size: 64, layers: 1, dropout: 0.0}
-  decoder: {hidden_size: 64, layers: 1, dropout: 0.0}
-  attention: {type: luong_general}
-train: {save_dir: $work/model, batch_size: 10, max_steps: 80, learning_rate: 0.01, label_smoothing: 0.0,
-        valid_every: 300, report_every: 50}
-decode: {beam_size: 3}
-threads: 1
-YAML
-  "$ATTNMT" train "$work/tiny.yaml" > "$work/train.log" 2>&1 || { cat "$work/train.log"; exit 1; }
+  ATTNMT=$ATTNMT scripts/tiny_model.sh "$work/model" 80
   model=$work/model
 fi
 input=tests/data/tiny.de

@@ -27,7 +27,10 @@ AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const 
 }
 
 void AttentionMemory::keep_rows(const std::vector<int64_t>& rows) {
-  for (size_t i = 1; i < rows.size(); ++i) TORCH_CHECK(rows[i - 1] < rows[i], "keep_rows: rows out of order");
+  // Moving rows down in place is right only when each goes to an index at or below its own and
+  // none is read after it is overwritten: rows strictly increasing. Any other order copies.
+  bool increasing = true;
+  for (size_t i = 1; i < rows.size(); ++i) increasing = increasing && rows[i - 1] < rows[i];
   std::vector<torch::Tensor*> fields{&values, &keys, &mask, &lengths};
   for (auto& t : extra) fields.push_back(&t);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> done;  // (before, after), for aliases
@@ -43,7 +46,7 @@ void AttentionMemory::keep_rows(const std::vector<int64_t>& rows) {
     const auto before = t;
     // Handles to this tensor: `before`, and each field that is it (keys often alias values).
     const auto handles = 1 + std::count_if(fields.begin(), fields.end(), [&](auto* f) { return f->is_same(before); });
-    const bool alone = t.device().is_cpu() && t.dim() >= 1 && t.is_contiguous() && t.storage_offset() == 0 &&
+    const bool alone = increasing && t.device().is_cpu() && t.dim() >= 1 && t.is_contiguous() && t.storage_offset() == 0 &&
                        t.storage().use_count() == 1 && static_cast<int64_t>(t.use_count()) == handles;
     if (alone) {
       const auto row_bytes = static_cast<size_t>(t.numel() / std::max<int64_t>(1, t.size(0))) * t.element_size();

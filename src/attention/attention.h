@@ -31,9 +31,9 @@ struct AttentionMemory {
 
   // Keeps memory rows `index` (sentences); the group stays.
   AttentionMemory index_select(const torch::Tensor& index) const;
-  // The same for rows in increasing order (beam search dropping finished sentences), moving them
-  // down in place where a tensor is this memory's alone (on the CPU, contiguous, its storage
-  // referenced nowhere else), which allocates nothing; a tensor shared with others is copied.
+  // The same, moving rows down in place where they are strictly increasing (beam search dropping
+  // finished sentences) and a tensor is this memory's alone (on the CPU, contiguous, its storage
+  // referenced nowhere else), which allocates nothing; otherwise the rows are copied.
   void keep_rows(const std::vector<int64_t>& rows);
   // mask as one row per query row: [B * group, S].
   torch::Tensor row_mask() const;

@@ -3,7 +3,7 @@
 //                  [--beam-size N] [--n-best N] [--batch-size N] [--workers N] [--precision fp32|bf16|int8]
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
-//                  [--search-rules attnmt|opennmt|opennmt3|joeynmt] [--ban-unk true|false]
+//                  [--search-rules attnmt|opennmt|opennmt3|joeynmt|fairseq] [--ban-unk true|false] [--unk-penalty P]
 //                  [--streaming [--lookahead K] [--delays FILE]]
 #include <algorithm>
 #include <chrono>
@@ -328,7 +328,8 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
             {"model.attention.hard_decode"}, {"decode.shortlist"}, {"decode.shortlist_first"}, {"decode.shortlist_best"},
             {"decode.min_length"}, {"decode.max_length"}, {"decode.no_repeat_ngram_size"}, {"decode.sampling"},
             {"decode.temperature"}, {"decode.top_k"}, {"decode.top_p"}, {"decode.epsilon"}, {"decode.seed"},
-            {"decode.mbr"}, {"decode.mbr_candidates"}, {"decode.search_rules"}, {"decode.ban_unk"}});
+            {"decode.mbr"}, {"decode.mbr_candidates"}, {"decode.search_rules"}, {"decode.ban_unk"},
+            {"decode.unk_penalty"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     run_translate(*o, *settings);

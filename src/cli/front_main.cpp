@@ -17,6 +17,7 @@
 
 #include "cli/program.h"
 #include "cli/recorded_help.h"
+#include "cli/resident.h"
 #include "util/error.h"
 #include "util/host_tuning.h"
 #include "util/process.h"
@@ -71,14 +72,19 @@ bool runs_here(const std::vector<std::string>& args) {
   return true;  // no command: --version, --help, or CLI11's "a subcommand is required"
 }
 
-// Only returns if the engine cannot be started; then one error line, and exit code 1.
-int run_engine(char** argv) {
+// Only returns if the engine cannot be started (then one error line, and exit code 1), or with the
+// command's exit code where it ran in the resident engine (ATTNMT_RESIDENT, cli/resident.h).
+int run_engine(int argc, char** argv) {
   std::string engine;
   try {
     engine = (std::filesystem::path(attnmt::self_executable()).parent_path() / ATTNMT_ENGINE_NAME).string();
+    if (attnmt::cli::resident_engine_wanted()) {
+      const int code = attnmt::cli::run_in_resident_engine(engine, argc, argv);
+      if (code >= 0) return code;
+    }
   } catch (const attnmt::Error& e) {
     std::fprintf(stderr, "attnmt: error: %s\n", e.what());
-    return 1;
+    return e.exit_code();
   }
   execv(engine.c_str(), argv);
   std::fprintf(stderr,
@@ -91,7 +97,7 @@ int run_engine(char** argv) {
 
 int main(int argc, char** argv) {
   // Before the signal thread starts: the engine would inherit its blocked signals.
-  if (!runs_here(std::vector<std::string>(argv + 1, argv + argc))) return run_engine(argv);
+  if (!runs_here(std::vector<std::string>(argv + 1, argv + argc))) return run_engine(argc, argv);
   attnmt::take_stop_signals_on_own_thread();
   attnmt::finish_process(attnmt::cli::run_program(argc, argv, kCommands, recorded_help));
 }

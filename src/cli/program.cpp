@@ -10,7 +10,16 @@
 
 namespace attnmt::cli {
 
+// The commit the build's sources are at ("" outside a git clone): build/generated/git_commit.cpp,
+// written by cmake/git_commit.cmake at every build.
+extern const char* const kGitCommit;
+
 namespace {
+
+std::string version_line() {
+  const std::string commit = kGitCommit;
+  return std::string("attnmt ") + ATTNMT_VERSION + (commit.empty() ? "" : " (git " + commit + ")");
+}
 
 int fail(const std::string& message, int code) {
   std::fprintf(stderr, "attnmt: error: %s\n", message.c_str());
@@ -26,7 +35,7 @@ int print(const std::string& text) {
 
 int run_program(int argc, char** argv, const std::vector<Command>& commands, RecordedHelp recorded) {
   CLI::App app{"attnmt: RNN encoder-decoder NMT with pluggable attention"};
-  app.set_version_flag("--version", std::string("attnmt ") + ATTNMT_VERSION);
+  app.set_version_flag("--version", version_line());
   app.require_subcommand(1);
   GlobalOptions global;
   global.args.assign(argv + 1, argv + argc);

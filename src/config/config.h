@@ -93,6 +93,8 @@ struct DecoderConfig {
   //                        directions concatenated (OpenNMT-py)
   //   encoder_relu_bridge  the same through OpenNMT-py's bridge: ReLU(W s + b) on the stacked
   //                        final states, one W for h and one for c
+  //   encoder_linear       each layer's h0 = W_h h_l + b_h (and c0 = W_c c_l + b_c), one W for
+  //                        every layer, no activation (fairseq's encoder_hidden_proj / _cell_proj)
   //   tanh_bridge          h0 = c0 = tanh(W f + b), the same for every layer (Joey NMT's bridge)
   //   last                 h0 = c0 = f (its forward half when f is twice the decoder size; Joey NMT)
   //   zero                 h0 = c0 = 0
@@ -209,10 +211,16 @@ struct DecodeConfig {
   // (0 = no length penalty; opennmt: GNMT's wu, opennmt3: avg = score / length^alpha, joeynmt:
   // beam_alpha); min_length their min_length / min_output_length; sampling, the shortlist,
   // coverage_penalty, no_repeat_ngram_size, mbr, prefixes and constraints are refused.
-  std::string search_rules = "attnmt";  // attnmt | opennmt | opennmt3 | joeynmt
+  // fairseq: SequenceGenerator's rules (fairseq-generate): length_penalty is its --lenpen (score =
+  // log P / length^lenpen, eos counted), max_length and max_length_ratio its --max-len-b and
+  // --max-len-a (at most int(a x source tokens with </s> + b) tokens before the eos), min_length
+  // its --min-len, unk_penalty its --unkpen.
+  std::string search_rules = "attnmt";  // attnmt | opennmt | opennmt3 | joeynmt | fairseq
   // opennmt / opennmt3 / joeynmt rules: the unknown word is never chosen (OpenNMT-py's ban_unk_token, Joey
   // NMT's generate_unk: false).
   bool ban_unk = false;
+  // fairseq rules: subtracted from the log-probability of <unk> at every step (fairseq's --unkpen).
+  double unk_penalty = 0.0;
 };
 
 // decode:'s defaults, for the decoding options that mirror them (decoding/search_types.h,
@@ -228,6 +236,7 @@ struct DistributedConfig {
   double timeout = 1800;         // seconds a collective may wait for the other ranks before failing
   double join_timeout = 300;     // seconds the ranks wait for each other at the start (a host that never comes)
   double bucket_mb = 25;         // gradients are all-reduced in buckets of about this many MiB
+  std::string compress = "none";  // none | fp16: gradients travel as fp16, scaled (train/distributed.h)
 };
 
 struct Config {

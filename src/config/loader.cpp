@@ -149,7 +149,7 @@ const Field kFields[] = {
      "The same for the target tokens fed to the decoder (Marian's `dropout-trg`)"},
     {ATTNMT_FIELD(model.decoder.self_attention), kTrain, any(),
      "Intra-decoder attention (Paulus et al. 2017, 2.2)"},
-    {ATTNMT_FIELD(model.decoder.init), kTrain, one_of("bridge|encoder|encoder_relu_bridge|tanh_bridge|last|zero"),
+    {ATTNMT_FIELD(model.decoder.init), kTrain, one_of("bridge|encoder|encoder_relu_bridge|encoder_linear|tanh_bridge|last|zero"),
      "The decoder's initial state"},
     {ATTNMT_FIELD(model.decoder.combine_bias), kTrain, any(),
      "The layer that makes h~_t has a bias (OpenNMT-py's `mlp` attention, Joey NMT)"},
@@ -249,7 +249,7 @@ const Field kFields[] = {
      "GNMT length-normalisation alpha (0 = no normalisation)"},
     {ATTNMT_FIELD(decode.coverage_penalty), kCall, at_least(0),
      "GNMT coverage penalty beta (0 = off)"},
-    {ATTNMT_FIELD(decode.max_length_ratio), kCall, above(0),
+    {ATTNMT_FIELD(decode.max_length_ratio), kCall, at_least(0),
      "Hypotheses stop at ratio * source length + 5 tokens"},
     {ATTNMT_FIELD(decode.batch_size), kCall, at_least(1),
      "Sentences decoded together"},
@@ -289,10 +289,12 @@ const Field kFields[] = {
      "Minimum Bayes risk decoding"},
     {ATTNMT_FIELD(decode.mbr_candidates), kCall, any(),
      "With `decode.mbr`: the hypotheses compared: the best N of the beam, or N samples", "beam search: 0 .. `decode.beam_size` (0 = the whole beam); sampling: >= 2"},
-    {ATTNMT_FIELD(decode.search_rules), kCall, one_of("attnmt|opennmt|opennmt3|joeynmt"),
+    {ATTNMT_FIELD(decode.search_rules), kCall, one_of("attnmt|opennmt|opennmt3|joeynmt|fairseq"),
      "Whose rules beam and greedy search follow"},
     {ATTNMT_FIELD(decode.ban_unk), kCall, any(),
      "`<unk>` is never generated", "`false` unless `decode.search_rules` is `opennmt`, `opennmt3` or `joeynmt`"},
+    {ATTNMT_FIELD(decode.unk_penalty), kCall, any(),
+     "Subtracted from `<unk>`'s log-probability at every step (fairseq's `--unkpen`)", "0 unless `decode.search_rules` is `fairseq`"},
 
     {ATTNMT_FIELD(distributed.backend), kTrain, one_of("auto|gloo|nccl"),
      "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},
@@ -302,6 +304,10 @@ const Field kFields[] = {
      "Seconds the ranks wait for each other at the start before failing, naming the ranks that did not come"},
     {ATTNMT_FIELD(distributed.bucket_mb), kTrain, above(0),
      "Gradients are all-reduced in buckets of about this many MiB"},
+    {ATTNMT_FIELD(distributed.compress), kTrain, one_of("none|fp16"),
+     "`fp16`: the gradients are all-reduced as fp16, half the bytes on the wire, scaled by a power of two "
+     "that puts the largest at 2^14 / ranks (one more all-reduce of a number); `none`: fp32, exact. "
+     "Gloo cannot reduce bf16 ([training.md](training.md#gradient-compression))"},
 
     {ATTNMT_FIELD(threads), kLoad, at_least(0, "0 = number of cores"),
      "Intra-op threads"},
@@ -1107,9 +1113,11 @@ void validate_config(const Config& config) {
             "a divisor of the encoder's output size " + std::to_string(encoder_out) + " (hidden_size x directions)",
             std::to_string(sa.heads));
   }
-  if (m.decoder.init == "encoder" || m.decoder.init == "encoder_relu_bridge") {
-    // Layer l starts from encoder layer l's final state: the stacks must match in depth, width and cell.
-    if (m.encoder.layers != m.decoder.layers || encoder_out != m.decoder.hidden_size || m.encoder.rnn != m.decoder.rnn) {
+  if (m.decoder.init == "encoder" || m.decoder.init == "encoder_relu_bridge" || m.decoder.init == "encoder_linear") {
+    // Layer l starts from encoder layer l's final state: the stacks must match in depth and cell,
+    // and in width unless a projection (encoder_linear) maps one onto the other.
+    const bool width = m.decoder.init == "encoder_linear" || encoder_out == m.decoder.hidden_size;
+    if (m.encoder.layers != m.decoder.layers || !width || m.encoder.rnn != m.decoder.rnn) {
       invalid("model.decoder.init",
               "not '" + m.decoder.init + "' unless the encoder has the decoder's layers (" +
                   std::to_string(m.decoder.layers) + "), cell (" + m.decoder.rnn + ") and output size (" +
@@ -1162,6 +1170,23 @@ void validate_config(const Config& config) {
     check_int(d.n_best <= candidates, "decode.n_best",
               ("<= the hypotheses MBR compares (" + std::to_string(candidates) + ", decode.mbr_candidates)").c_str(),
               d.n_best);
+  }
+  if (d.search_rules != "fairseq") {
+    // fairseq's --max-len-a is 0 by default; every other rule's ratio limit needs a positive ratio.
+    if (!(d.max_length_ratio > 0)) {
+      invalid("decode.max_length_ratio", ("> 0 with decode.search_rules: " + d.search_rules + " (0 only with fairseq)").c_str(),
+              format_double(d.max_length_ratio));
+    }
+    if (d.unk_penalty != 0) {
+      invalid("decode.unk_penalty", ("0 with decode.search_rules: " + d.search_rules + " (a rule of fairseq)").c_str(),
+              format_double(d.unk_penalty));
+    }
+  }
+  if (d.search_rules == "fairseq") {
+    if (d.ban_unk) invalid("decode.ban_unk", "false with decode.search_rules: fairseq (its --unkpen is decode.unk_penalty)", "true");
+    check_int(d.max_length > 0 || d.max_length_ratio > 0, "decode.max_length",
+              "> 0, or decode.max_length_ratio > 0, with decode.search_rules: fairseq (its --max-len-b and --max-len-a)",
+              d.max_length);
   }
   if (d.search_rules == "attnmt") {
     if (d.ban_unk) {

@@ -217,6 +217,39 @@ void read_opennmt_weights(OpenNMTCheckpoint& c) {
   }
 }
 
+FairseqCheckpoint read_fairseq_checkpoint(const std::string& path) {
+  if (!fs::is_regular_file(path)) throw InputError("'" + path + "': no such file");
+  const auto root = load_torch_file(path).object;
+  const std::string where = "'" + path + "'";
+  const bool has_cfg = root.kind() == PyKind::Dict && root.has("cfg") && !root.get("cfg").is_none();
+  const bool has_args = root.kind() == PyKind::Dict && root.has("args") && !root.get("args").is_none();
+  if (root.kind() != PyKind::Dict || !root.has("model") || (!has_cfg && !has_args)) {
+    std::string hint;
+    if (root.kind() == PyKind::Dict && root.has("opt") && root.has("vocab")) hint = " (an OpenNMT-py checkpoint? use --from opennmt-py)";
+    if (root.kind() == PyKind::Dict && root.has("model_state")) hint = " (a Joey NMT checkpoint? use --from joeynmt)";
+    throw InputError(where + ": not a fairseq checkpoint: it has no 'model' with 'cfg' or 'args'" + hint);
+  }
+  FairseqCheckpoint c;
+  if (has_cfg) {
+    const auto cfg = root.get("cfg");
+    if (cfg.kind() != PyKind::Dict || !cfg.has("model") || cfg.get("model").is_none()) {
+      throw InputError(where + ": its 'cfg' has no 'model' (a fairseq checkpoint without its model's options)");
+    }
+    c.model = namespace_options(cfg.get("model"), where);
+    c.task = cfg.has("task") && !cfg.get("task").is_none() ? namespace_options(cfg.get("task"), where) : c.model;
+    if (cfg.has("criterion") && !cfg.get("criterion").is_none()) {
+      c.criterion = namespace_options(cfg.get("criterion"), where).str("_name", "");
+    }
+    if (c.criterion.empty()) c.criterion = c.model.str("criterion", "");
+  } else {
+    c.model = namespace_options(root.get("args"), where);
+    c.task = c.model;
+    c.criterion = c.model.str("criterion", "");
+  }
+  add_state_dict(root.get("model"), "", c.weights);
+  return c;
+}
+
 std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key) {
   if (!fs::is_regular_file(path)) throw InputError("'" + path + "': no such file");
   const auto root = load_torch_file(path).object;

@@ -33,6 +33,17 @@ struct OpenNMTCheckpoint {
 OpenNMTCheckpoint read_opennmt_checkpoint(const std::string& path);
 void read_opennmt_weights(OpenNMTCheckpoint& checkpoint);
 
+// A fairseq checkpoint (checkpoint_best.pt, checkpoint_last.pt, ...): its options and weights.
+struct FairseqCheckpoint {
+  // The model's options: cfg.model (an argparse.Namespace for the argparse-only architectures, the
+  // lstm family among them; a dict for dataclass ones), or the flat 'args' of fairseq < 0.10.
+  ToolkitOptions model;
+  ToolkitOptions task;       // cfg.task (or 'args'): source_lang, target_lang, left_pad_source, ...
+  std::string criterion;     // cfg.criterion._name (or args.criterion): adaptive_loss means adaptive softmax
+  std::map<std::string, torch::Tensor> weights;  // 'model'
+};
+FairseqCheckpoint read_fairseq_checkpoint(const std::string& path);
+
 // The tensors of a torch.save'd dict's entry `key` (a state dict), float32 on the CPU.
 std::map<std::string, torch::Tensor> read_state_dict(const std::string& path, const std::string& key);
 

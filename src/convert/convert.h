@@ -1,5 +1,6 @@
-// attnmt convert: models trained by OpenNMT-py (2.x and 3.x checkpoints) and Joey NMT (2.x) as
-// ordinary attnmt model files (docs/convert.md). Each reader (opennmt.cpp, joeynmt.cpp) maps the
+// attnmt convert: models trained by OpenNMT-py (2.x and 3.x checkpoints), Joey NMT (2.x) and
+// fairseq (its lstm architectures) as
+// ordinary attnmt model files (docs/convert.md). Each reader (opennmt.cpp, joeynmt.cpp, fairseq.cpp) maps the
 // toolkit's options and weights onto attnmt's model family (model.decoder.init, combine_bias,
 // combine_tanh, source_eos and encoder.embedding_size cover what differs) and its decoding
 // defaults onto decode.* (decode.search_rules: the toolkit's own beam and greedy rules); the
@@ -20,9 +21,10 @@
 namespace attnmt {
 
 struct ConvertOptions {
-  std::string from;        // opennmt-py | joeynmt
+  std::string from;        // opennmt-py | joeynmt | fairseq
   std::string source;      // OpenNMT-py: the .pt (or .safetensors); Joey NMT: the model dir or its config.yaml
   std::string checkpoint;  // Joey NMT: the checkpoint file to take ("" = best.ckpt, else the newest)
+  std::string data_dir;    // fairseq: the directory of its dict.SRC.txt / dict.TGT.txt
   std::string output;      // the attnmt model file to write
   std::string src_spm, tgt_spm;  // SentencePiece models ("" = the checkpoint's own, or pre-tokenized text)
   // The share of a vocabulary's tokens a SentencePiece model may lack before the pair is refused
@@ -50,6 +52,7 @@ struct ToolkitModel {
 // The readers. InputError (naming the file) for anything unreadable or unsupported.
 ToolkitModel read_opennmt(const ConvertOptions& options);
 ToolkitModel read_joeynmt(const ConvertOptions& options);
+ToolkitModel read_fairseq(const ConvertOptions& options);
 
 // Writes `model` as an attnmt model file at options.output (atomically: nothing is left behind
 // when it fails). InputError when a SentencePiece model does not fit its vocabulary.

@@ -171,8 +171,11 @@ void write_converted_model(ToolkitModel m, const ConvertOptions& options) {
 }
 
 std::string convert_model(const ConvertOptions& options) {
-  if (options.from != "opennmt-py" && options.from != "joeynmt") {
-    throw InputError("--from: '" + options.from + "' is not a toolkit attnmt converts (valid: opennmt-py, joeynmt)");
+  if (options.from != "opennmt-py" && options.from != "joeynmt" && options.from != "fairseq") {
+    throw InputError("--from: '" + options.from + "' is not a toolkit attnmt converts (valid: opennmt-py, joeynmt, fairseq)");
+  }
+  if (!options.data_dir.empty() && options.from != "fairseq") {
+    throw InputError("--data-dir: only with --from fairseq (" + options.from + " models hold their vocabularies)");
   }
   if (options.output.empty()) throw InputError("--output: required (the attnmt model file to write)");
   if (!(options.max_unknown >= 0 && options.max_unknown <= 1)) {
@@ -182,7 +185,9 @@ std::string convert_model(const ConvertOptions& options) {
   if (fs::exists(options.source) && fs::exists(options.output) && fs::equivalent(options.source, options.output, ec)) {
     throw InputError("--output: '" + options.output + "' is the model being converted");
   }
-  auto model = options.from == "opennmt-py" ? read_opennmt(options) : read_joeynmt(options);
+  auto model = options.from == "opennmt-py" ? read_opennmt(options)
+               : options.from == "fairseq"  ? read_fairseq(options)
+                                            : read_joeynmt(options);
   const auto toolkit = model.toolkit;
   const auto& mc = model.model;
   std::ostringstream summary;

@@ -120,8 +120,17 @@ std::string executable_dir() {
   }
 }
 
-// Loads libattnmt_spm.so once: $ATTNMT_SPM_PLUGIN, next to the executable, its parent (tests
-// live in build/tests), or the build directory it was compiled in.
+// The directory of the file this code is in: the program (linked statically), or libattnmt.so /
+// the Python module when one of those loaded it.
+std::string code_dir() {
+  Dl_info info;
+  if (!::dladdr(reinterpret_cast<void*>(&code_dir), &info) || !info.dli_fname) return executable_dir();
+  return fs::path(info.dli_fname).parent_path().string();
+}
+
+// Loads libattnmt_spm.so once: $ATTNMT_SPM_PLUGIN; beside the code (an installed libattnmt.so:
+// <libdir>/attnmt/); next to the executable, its parent (tests live in build/tests), or, installed,
+// <libdir>/attnmt/ from <bindir> (ATTNMT_PLUGIN_FROM_BIN); or the build directory it was compiled in.
 using CreateFn = TokenizerBackend* (*)();
 // AddressSanitizer refuses RTLD_DEEPBIND. Sanitized builds (scripts/fuzz.sh, scripts/sanitize.sh)
 // load the module without it: fine in processes without LibTorch (the fuzzers), while sanitized
@@ -142,10 +151,13 @@ CreateFn spm_factory() {
   static CreateFn create = [] {
     std::vector<std::string> candidates;
     if (const char* env = std::getenv("ATTNMT_SPM_PLUGIN")) candidates.emplace_back(env);
+    const auto code = code_dir();
+    candidates.push_back(code + "/libattnmt_spm.so");
+    candidates.push_back(code + "/attnmt/libattnmt_spm.so");
     const auto exe = executable_dir();
     candidates.push_back(exe + "/libattnmt_spm.so");
     candidates.push_back(exe + "/../libattnmt_spm.so");
-    candidates.push_back(exe + "/../lib/attnmt/libattnmt_spm.so");
+    candidates.push_back(exe + "/" ATTNMT_PLUGIN_FROM_BIN "/libattnmt_spm.so");
     candidates.push_back(std::string(ATTNMT_PLUGIN_DIR) + "/libattnmt_spm.so");
     std::string errors;
     for (const auto& path : candidates) {
@@ -187,6 +199,8 @@ std::string file_head(const std::string& path) {
 }
 
 }  // namespace
+
+void load_sentencepiece_module() { spm_factory(); }
 
 struct Tokenizer::Impl {
   std::unique_ptr<TokenizerBackend> processor;

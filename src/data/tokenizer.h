@@ -71,6 +71,11 @@ struct Tokenizers {
   std::shared_ptr<Tokenizer> tgt;
 };
 
+// Loads the SentencePiece module (libattnmt_spm.so) now rather than at the first SentencePiece
+// tokenizer: the resident engine (cli/resident.h) loads it once for all its commands.
+// RuntimeError if it cannot be found.
+void load_sentencepiece_module();
+
 // Loads SAVE_DIR/spm.model (shared) or SAVE_DIR/spm.src.model + spm.tgt.model; if absent,
 // trains them from `train_text` first (logging what it does). For translate, call with an empty
 // train_text: missing models are then an InputError naming the expected path.

@@ -8,6 +8,7 @@ namespace attnmt {
 SearchRules search_rules_named(const std::string& name) {
   if (name == "opennmt") return SearchRules::opennmt;
   if (name == "opennmt3") return SearchRules::opennmt3;
+  if (name == "fairseq") return SearchRules::fairseq;
   return name == "joeynmt" ? SearchRules::joeynmt : SearchRules::attnmt;
 }
 
@@ -19,6 +20,8 @@ std::string search_rules_name(SearchRules rules) {
       return "opennmt3";
     case SearchRules::joeynmt:
       return "joeynmt";
+    case SearchRules::fairseq:
+      return "fairseq";
     case SearchRules::attnmt:
       break;
   }

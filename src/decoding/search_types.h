@@ -16,6 +16,7 @@ enum class SearchRules {
   opennmt,   // OpenNMT-py 2.3's BeamSearch (toolkit_search.h)
   opennmt3,  // OpenNMT-py 3.x's BeamSearch (v3.5.1; toolkit_search.h)
   joeynmt,   // Joey NMT 2.3's beam_search and recurrent_greedy (toolkit_search.h)
+  fairseq,   // fairseq's SequenceGenerator with its BeamSearch (toolkit_search.h)
 };
 
 // decode.search_rules's value as SearchRules (the config loader has checked the name), and back.
@@ -38,6 +39,7 @@ struct SearchOptions {
   // with the ratio's, as OpenNMT-py 3.x's min(max_length, ratio * source + 5), eos counted (> 0).
   int max_length = decode_defaults().max_length;
   bool ban_unk = decode_defaults().ban_unk;  // opennmt / joeynmt rules: the unknown word is never chosen
+  double unk_penalty = decode_defaults().unk_penalty;  // fairseq rules: subtracted from <unk>'s log-probability
   int no_repeat_ngram_size = decode_defaults().no_repeat_ngram_size;  // 0 = off
   bool sampling = decode_defaults().sampling;
   double temperature = decode_defaults().temperature;

@@ -109,16 +109,12 @@ struct Seq2SeqSearchState : SearchState {
       return;
     }
     // Whole groups move (expand_beams): the first row of group a names its sentence. Sentences
-    // only drop out and keep their order, so their memory moves down in place.
+    // only drop out and keep their order, so keep_rows moves their memory down in place.
     TORCH_CHECK(index.size(0) % memory.group == 0, "search state: rows selected in part of a beam group");
     const auto first_rows = index.slice(0, 0, index.size(0), memory.group).div(memory.group, "floor").to(torch::kCPU).contiguous();
     const int64_t* p = first_rows.data_ptr<int64_t>();
     const std::vector<int64_t> rows(p, p + first_rows.numel());
-    if (std::is_sorted(rows.begin(), rows.end()) && std::adjacent_find(rows.begin(), rows.end()) == rows.end()) {
-      memory.keep_rows(rows);
-    } else {
-      memory = memory.index_select(first_rows.to(index.device()));
-    }
+    memory.keep_rows(rows);
   }
   // The memory is per source sentence (attention.h): rows a*K..a*K+K-1 stay sentence a's.
   void reorder_beams(const torch::Tensor& index) override { state = state.index_select(index); }

@@ -25,6 +25,11 @@ void check_supported(const SearchOptions& o, const Guides& guides) {
     throw std::invalid_argument(what + ": not with decode.search_rules " + rules + " (attnmt's rules only)");
   };
   if (o.rules == SearchRules::attnmt) throw std::invalid_argument("toolkit_search: decode.search_rules is attnmt");
+  const bool fairseq = o.rules == SearchRules::fairseq;
+  if (fairseq && o.max_length <= 0 && !(o.max_length_ratio > 0)) {
+    throw std::invalid_argument("decode.max_length or decode.max_length_ratio must be > 0 with decode.search_rules fairseq "
+                                "(its --max-len-b and --max-len-a)");
+  }
   if (o.max_length < 0 || (o.max_length == 0 && opennmt_rules(o.rules))) {
     throw std::invalid_argument("decode.max_length must be > 0 with decode.search_rules " + rules +
                                 (o.rules == SearchRules::opennmt3
@@ -39,6 +44,7 @@ void check_supported(const SearchOptions& o, const Guides& guides) {
   if (o.sampling) refuse("decode.sampling");
   if (o.coverage_penalty != 0.0) refuse("decode.coverage_penalty");
   if (o.no_repeat_ngram_size != 0) refuse("decode.no_repeat_ngram_size");
+  if (o.unk_penalty != 0.0 && !fairseq) refuse("decode.unk_penalty");
   for (const auto& g : guides) {
     if (!g.prefix.empty()) refuse("a target prefix");
     if (!g.constraints.empty()) refuse("constraints");
@@ -240,6 +246,7 @@ std::vector<std::vector<Hypothesis>> toolkit_search(StepModel& model, const torc
                                                     const torch::Tensor& lengths, const SearchOptions& options,
                                                     const Guides& guides) {
   if (opennmt_rules(options.rules)) return opennmt_beam_search(model, src, lengths, options, guides);
+  if (options.rules == SearchRules::fairseq) return fairseq_search(model, src, lengths, options, guides);
   if (options.beam_size < 2) return joeynmt_greedy_search(model, src, lengths, options, guides);
   return joeynmt_beam_search(model, src, lengths, options, guides);
 }
@@ -574,6 +581,139 @@ std::vector<std::vector<Hypothesis>> joeynmt_greedy_search(StepModel& model, con
       paths.keep(keep);
     }
     prev = index_tensor(pick(tokens, keep), device);
+  }
+  return out;
+}
+
+// fairseq/sequence_generator.py SequenceGenerator._generate with search.BeamSearch (fairseq-generate
+// runs it for every beam size, beam 1 included).
+std::vector<std::vector<Hypothesis>> fairseq_search(StepModel& model, const torch::Tensor& src,
+                                                    const torch::Tensor& lengths, const SearchOptions& options,
+                                                    const Guides& guides) {
+  check_supported(options, guides);
+  const auto device = model.device();
+  const int64_t B = src.size(0), K = options.beam_size, eos = model.eos_id();
+  const int64_t pad = model.pad_id(), unk = model.unk_id();
+  const int64_t C = 2 * K;  // cand_size: 2 x beam "in case half are EOS"
+  const auto src_len = to_vector(lengths);
+  // max_len = min(int(max_len_a * src_len + max_len_b), max_decoder_positions - 1): src_len is the
+  // width of fairseq's batch (the longest source, </s> included), here each sentence's own (the
+  // same at batch size 1); the LSTM decoder's max_target_positions is 1e5.
+  constexpr int64_t kMaxPositions = 100000;
+  std::vector<int64_t> limit(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    const double a = options.max_length_ratio * static_cast<double>(src_len[static_cast<size_t>(b)]);
+    limit[static_cast<size_t>(b)] =
+        std::min<int64_t>(static_cast<int64_t>(std::min(a + options.max_length, 1e9)), kMaxPositions - 1);
+    if (options.min_length > limit[static_cast<size_t>(b)]) {
+      throw std::invalid_argument("decode.min_length " + std::to_string(options.min_length) +
+                                  " is above a sentence's maximum length " + std::to_string(limit[static_cast<size_t>(b)]) +
+                                  " (fairseq: min_len cannot be larger than max_len)");
+    }
+  }
+  auto state = model.start(src, lengths);
+  expand_to_beams(*state, B, K, device);
+
+  std::vector<int64_t> sentence(static_cast<size_t>(B));
+  std::iota(sentence.begin(), sentence.end(), 0);
+  torch::Tensor running;  // [A, K]: scores[:, step - 1], each row's cumulative log P
+  std::vector<std::vector<Scored>> found(static_cast<size_t>(B));
+  std::vector<std::vector<Hypothesis>> out(static_cast<size_t>(B));
+  Paths paths(options.return_attention);
+
+  auto prev = torch::full({B * K}, model.bos_id(), torch::dtype(torch::kLong).device(device));
+  for (int64_t step = 0; !sentence.empty(); ++step) {
+    const auto A = static_cast<int64_t>(sentence.size());
+    auto r = model.step(prev, *state, options.return_attention);
+    const auto log_probs = step_log_probs(r, options.rules);  // [A * K, V]
+    const int64_t V = log_probs.size(1);
+    auto lprobs = log_probs.clone();
+    lprobs.select(1, pad).fill_(-kInf);
+    if (options.unk_penalty != 0.0) lprobs.select(1, unk).sub_(options.unk_penalty);
+    for (int64_t a = 0; a < A; ++a) {  // step >= max_len: eos only
+      if (step >= limit[static_cast<size_t>(sentence[static_cast<size_t>(a)])]) {
+        auto rows = lprobs.slice(0, a * K, (a + 1) * K);
+        rows.slice(1, 0, eos).fill_(-kInf);
+        rows.slice(1, eos + 1).fill_(-kInf);
+      }
+    }
+    if (step < options.min_length) lprobs.select(1, eos).fill_(-kInf);
+    // BeamSearch.step: at step 0 only the first beam; else log P + the row's running score.
+    torch::Tensor cand;
+    if (step == 0) {
+      cand = lprobs.view({A, K, V}).select(1, 0).contiguous();  // [A, V]
+    } else {
+      cand = (lprobs + running.reshape({A * K, 1})).view({A, K * V});
+    }
+    auto [top_scores, top_ids] = cand.topk(std::min<int64_t>(C, cand.size(1) - 1), -1);
+    const int64_t width = top_scores.size(1);
+    const auto score = to_floats(top_scores);
+    const auto ids = to_vector(top_ids);
+    // Every candidate becomes a row of this step's paths: row a * width + j extends row a * K + beam.
+    std::vector<int64_t> from(ids.size()), token(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      from[i] = static_cast<int64_t>(i) / width * K + ids[i] / V;
+      token[i] = ids[i] % V;
+    }
+    paths.advance(from, token, chosen_log_probs(log_probs, from, token), selected_attention(r, from, options.return_attention));
+
+    // finalize_hypos: eos among each sentence's first K candidates (a finite score) ends a
+    // hypothesis, its score over (step + 1)^lenpen (normalize_scores), while the sentence has
+    // fewer than K; a sentence ends with K of them, or at its max_len.
+    auto is_eos = [&](size_t i) { return token[i] == eos && score[i] != -std::numeric_limits<float>::infinity(); };
+    std::vector<float> eos_scores;
+    std::vector<size_t> eos_at;
+    for (int64_t a = 0; a < A; ++a) {
+      for (int64_t j = 0; j < std::min(K, width); ++j) {
+        const auto i = static_cast<size_t>(a * width + j);
+        if (is_eos(i)) {
+          eos_at.push_back(i);
+          eos_scores.push_back(score[i]);
+        }
+      }
+    }
+    if (!eos_scores.empty() && options.length_penalty != 0.0) {
+      eos_scores = to_floats(torch::tensor(eos_scores).div_(std::pow(static_cast<double>(step + 1), options.length_penalty)));
+    } else if (!eos_scores.empty()) {
+      eos_scores = to_floats(torch::tensor(eos_scores).div_(1.0));
+    }
+    for (size_t e = 0; e < eos_at.size(); ++e) {
+      const auto a = static_cast<int64_t>(eos_at[e]) / width;
+      const int64_t b = sentence[static_cast<size_t>(a)];
+      auto& hyps = found[static_cast<size_t>(b)];
+      if (static_cast<int64_t>(hyps.size()) < K) {
+        hyps.push_back({eos_scores[e], paths.hypothesis(static_cast<int64_t>(eos_at[e]), eos, src_len[static_cast<size_t>(b)])});
+      }
+    }
+    std::vector<int64_t> keep_sentences, keep_rows, next_from;
+    std::vector<float> next_running;
+    for (int64_t a = 0; a < A; ++a) {
+      const int64_t b = sentence[static_cast<size_t>(a)];
+      auto& hyps = found[static_cast<size_t>(b)];
+      if (static_cast<int64_t>(hyps.size()) == K || step == limit[static_cast<size_t>(b)]) {
+        out[static_cast<size_t>(b)] = best_of(hyps, options.n_best);
+        continue;
+      }
+      // The first K candidates that do not end in eos go on (active_hypos).
+      int64_t taken = 0;
+      for (int64_t j = 0; j < width && taken < K; ++j) {
+        const auto i = static_cast<size_t>(a * width + j);
+        if (is_eos(i)) continue;
+        keep_rows.push_back(static_cast<int64_t>(i));
+        next_from.push_back(from[i]);
+        next_running.push_back(score[i]);
+        ++taken;
+      }
+      if (taken < K) throw std::runtime_error("fairseq search: fewer than beam_size live candidates (a vocabulary too small)");
+      keep_sentences.push_back(a);
+    }
+    if (keep_sentences.empty()) break;
+    const bool same = static_cast<int64_t>(keep_sentences.size()) == A;
+    sentence = pick(sentence, keep_sentences);
+    paths.keep(keep_rows);
+    running = torch::tensor(next_running).to(device).view({static_cast<int64_t>(sentence.size()), K});
+    select_beam_rows(*state, next_from, same, device);
+    prev = index_tensor(pick(token, keep_rows), device);
   }
   return out;
 }

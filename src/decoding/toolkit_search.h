@@ -40,6 +40,20 @@
 //   - recurrent_greedy (beam 1): argmax of the logits with the same tokens barred; Joey reports
 //     each token's log-probability, here summed (score = log_prob).
 //
+// fairseq (SequenceGenerator + search.BeamSearch, facebookresearch/fairseq; fairseq-generate runs
+// it for beam 1 too):
+//   - pad gets -inf, unk loses unk_penalty (--unkpen), eos gets -inf before min_length (--min-len,
+//     1 by default) and every other token from max_len = int(a x source tokens with </s> + b) on
+//     (--max-len-a/-b: max_length_ratio, max_length); --no-repeat-ngram-size is refused: on a CPU
+//     fairseq's NGramRepeatBlock (its Python fallback) compares the n-grams with the padding at
+//     the end of its token buffer and bars nothing, so there is no one behaviour to follow;
+//   - candidates: the top 2K of (running log P + log P) over K * V (step 0: the first beam only);
+//   - an eos among the first K candidates (a finite score) is a finished hypothesis, scored
+//     running log P / (length with eos)^length_penalty (--lenpen), while the sentence has fewer
+//     than K; the sentence ends with K of them, or at max_len; the next beam is the first K
+//     candidates that are not eos (a finished slot is replaced, never expanded);
+//   - the hypotheses are sorted by score, the n_best first.
+//
 // Every hypothesis: tokens without bos and eos (cut at the first eos, as both toolkits' outputs
 // are), score = the toolkit's, log_prob = log P of those tokens and the eos, finished = ended by
 // eos, attention rows with options.return_attention. The maximum length is options.max_length
@@ -53,7 +67,7 @@
 
 namespace attnmt {
 
-// options.rules chooses: opennmt, opennmt3 -> opennmt_beam_search; joeynmt -> beam_size >= 2 ?
+// options.rules chooses: opennmt, opennmt3 -> opennmt_beam_search; fairseq -> fairseq_search; joeynmt -> beam_size >= 2 ?
 // joeynmt_beam_search : joeynmt_greedy_search (as each toolkit's translator chooses).
 // std::invalid_argument, one line naming the option, for what these rules do not support.
 std::vector<std::vector<Hypothesis>> toolkit_search(StepModel& model, const torch::Tensor& src,
@@ -69,6 +83,9 @@ std::vector<std::vector<Hypothesis>> opennmt_greedy_search(StepModel& model, con
 std::vector<std::vector<Hypothesis>> joeynmt_beam_search(StepModel& model, const torch::Tensor& src,
                                                          const torch::Tensor& lengths, const SearchOptions& options,
                                                          const Guides& guides = {});
+std::vector<std::vector<Hypothesis>> fairseq_search(StepModel& model, const torch::Tensor& src,
+                                                    const torch::Tensor& lengths, const SearchOptions& options,
+                                                    const Guides& guides = {});
 std::vector<std::vector<Hypothesis>> joeynmt_greedy_search(StepModel& model, const torch::Tensor& src,
                                                            const torch::Tensor& lengths, const SearchOptions& options,
                                                            const Guides& guides = {});

@@ -40,6 +40,7 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.seed = decode.seed;
   options.search.rules = search_rules_named(decode.search_rules);
   options.search.ban_unk = decode.ban_unk;
+  options.search.unk_penalty = decode.unk_penalty;
   options.batch_size = decode.batch_size;
   options.workers = decode.workers;
   options.mbr = decode.mbr;

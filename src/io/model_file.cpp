@@ -140,6 +140,7 @@ void save_checkpoint(const std::string& path, const Config& config, Seq2Seq& mod
   if (!assets.tokenizers.src || !assets.tokenizers.tgt) throw RuntimeError("save_checkpoint: no tokenizers given");
   torch::serialize::OutputArchive archive;
   archive.write("format_version", c10::IValue(kModelFormat));
+  archive.write("attnmt_version", c10::IValue(std::string(ATTNMT_VERSION)));  // named when a reader is too old
   archive.write("config_yaml", c10::IValue(config_to_yaml(config)));
   archive.write("vocab.src", c10::IValue(model->vocab().src));
   archive.write("vocab.tgt", c10::IValue(model->vocab().tgt));
@@ -212,6 +213,16 @@ CheckpointFile::CheckpointFile(const std::string& path, const std::string* bytes
   auto& c = header_;
   try {
     c.format = read_scalar<int64_t>(archive, "format_version", path);
+    if (c.format > kModelFormat) {
+      // A newer attnmt wrote it: say which, and what to do (files before format 2 carry no version).
+      c10::IValue writer;
+      const std::string by = archive.try_read("attnmt_version", writer) && writer.isString()
+                                 ? " (written by attnmt " + writer.toStringRef() + ")"
+                                 : "";
+      throw InputError("checkpoint '" + path + "' has model format " + std::to_string(c.format) + by + ", newer than this attnmt " +
+                       ATTNMT_VERSION + " reads (formats 1 to " + std::to_string(kModelFormat) +
+                       "): upgrade attnmt to load it");
+    }
     if (c.format != 1 && c.format != kModelFormat) {
       throw InputError("checkpoint '" + path + "' has format version " + std::to_string(c.format) +
                        ", this attnmt reads versions 1 and " + std::to_string(kModelFormat));

@@ -26,13 +26,12 @@
 #include "config/config.h"
 #include "config/training_progress.h"
 #include "data/tokenizer.h"
+#include "io/model_format.h"
 #include "model/seq2seq.h"
 
 namespace attnmt {
 
 struct Lexicon;
-
-constexpr int64_t kModelFormat = 2;
 
 // What a model file carries besides the weights: the tokenizers and the shortlist lexicon.
 struct ModelAssets {

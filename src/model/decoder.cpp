@@ -53,6 +53,10 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
     const int64_t n = config.encoder.hidden_size * config.encoder.layers;
     relu_bridge_h_ = register_module("relu_bridge_h", torch::nn::Linear(n, n));
     if (rnn_->is_lstm()) relu_bridge_c_ = register_module("relu_bridge_c", torch::nn::Linear(n, n));
+  } else if (dec.init == "encoder_linear") {
+    // fairseq's encoder_hidden_proj / encoder_cell_proj: one Linear for every layer's final state.
+    linear_bridge_h_ = register_module("linear_bridge_h", torch::nn::Linear(final_size, H));
+    if (rnn_->is_lstm()) linear_bridge_c_ = register_module("linear_bridge_c", torch::nn::Linear(final_size, H));
   }
   const int64_t intra = dec.self_attention ? H : 0;
   const int64_t combine_in = (luong_ ? ctx + H : H + ctx + E) + intra;
@@ -113,6 +117,11 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
   } else if (init == "encoder_relu_bridge") {
     state.rnn.h = relu_bridge(relu_bridge_h_, encoded.layer_h);
     if (lstm) state.rnn.c = relu_bridge(relu_bridge_c_, encoded.layer_c);
+  } else if (init == "encoder_linear") {
+    for (const auto& h : encoded.layer_h) state.rnn.h.push_back(linear_bridge_h_(h));
+    if (lstm) {
+      for (const auto& c : encoded.layer_c) state.rnn.c.push_back(linear_bridge_c_(c));
+    }
   } else if (init == "tanh_bridge") {
     same_for_every_layer(torch::tanh(bridge_h_(encoded.final_h)));
   } else if (init == "last") {

@@ -67,6 +67,7 @@ class DecoderImpl : public torch::nn::Module {
   std::shared_ptr<Attention> attention_;
   torch::nn::Linear bridge_h_{nullptr}, bridge_c_{nullptr};  // init bridge (c: LSTM only) and tanh_bridge (h)
   torch::nn::Linear relu_bridge_h_{nullptr}, relu_bridge_c_{nullptr};  // init encoder_relu_bridge
+  torch::nn::Linear linear_bridge_h_{nullptr}, linear_bridge_c_{nullptr};  // init encoder_linear
   torch::nn::Linear combine_{nullptr};  // luong: W_c; bahdanau: W_o (no bias, as in the papers)
   torch::nn::Linear intra_{nullptr};    // W_d of the decoder self-attention (none without it)
   // c^d_t for the RNN output s [N, H]; s then joins the state's history.

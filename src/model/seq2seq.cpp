@@ -36,7 +36,8 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab)
       (*embed)->weight[vocab.pad_id].zero_();
     }
   }
-  const bool layer_states = config.decoder.init == "encoder" || config.decoder.init == "encoder_relu_bridge";
+  const bool layer_states = config.decoder.init == "encoder" || config.decoder.init == "encoder_relu_bridge" ||
+                            config.decoder.init == "encoder_linear";
   encoder_ = register_module("encoder", Encoder(config.encoder, E_src, layer_states));
   decoder_ = register_module("decoder", Decoder(config, encoder_->output_size()));
   const int64_t H = config.decoder.hidden_size;

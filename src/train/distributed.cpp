@@ -599,6 +599,21 @@ void Distributed::allreduce_gradients(const std::vector<torch::Tensor>& paramete
     c10::intrusive_ptr<c10d::Work> work;
   };
   std::vector<Bucket> buckets;
+  const bool fp16 = config_.compress == "fp16";
+  double scale = 1;
+  if (fp16) {
+    double largest = 0;
+    for (const auto& g : grads) {
+      const auto [lowest, highest] = torch::aminmax(g);  // one pass, no |g| copy
+      largest = std::max({largest, -lowest.item<double>(), highest.item<double>()});
+    }
+    std::vector<double> all{largest};
+    collective(env_, *impl_->watch, "all-reduce", [&] { reduce_doubles(*impl_, env_, all, c10d::ReduceOp::MAX); });
+    // Non-finite or all zero: scale 1, and the step sees the same inf/NaN as without compression.
+    if (std::isfinite(all[0]) && all[0] > 0) {
+      scale = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(16384.0 / (env_.world_size * all[0])))));
+    }
+  }
   collective(env_, *impl_->watch, "gradient all-reduce", [&] {
     std::vector<size_t> members;
     int64_t bytes = 0;
@@ -609,6 +624,7 @@ void Distributed::allreduce_gradients(const std::vector<torch::Tensor>& paramete
       Bucket b;
       b.members = std::move(members);
       b.flat = torch::cat(views);
+      if (fp16) b.flat = b.flat.mul_(scale).to(torch::kHalf);  // the cat's own buffer
       std::vector<at::Tensor> tensors;
 #ifdef ATTNMT_WITH_NCCL
       if (impl_->nccl && b.flat.is_cuda()) {
@@ -633,6 +649,7 @@ void Distributed::allreduce_gradients(const std::vector<torch::Tensor>& paramete
     flush();
     for (auto& b : buckets) {
       await(*impl_, env_, *b.work);
+      if (b.flat.scalar_type() == torch::kHalf) b.flat = b.flat.to(torch::kFloat).div_(scale);
       int64_t offset = 0;
       for (size_t i : b.members) {
         auto& g = grads[i];

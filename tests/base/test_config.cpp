@@ -325,7 +325,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 115);  // one per field of config.h
+  CHECK(keys.size() == 117);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -353,7 +353,8 @@ TEST_CASE("config: the key table says when each key may change", "[config]") {
                                  "decode.max_length_ratio", "decode.batch_size", "decode.n_best", "decode.min_length",
                                  "decode.max_length", "decode.no_repeat_ngram_size", "decode.sampling",
                                  "decode.temperature", "decode.top_k", "decode.top_p", "decode.epsilon", "decode.seed",
-                                 "decode.mbr", "decode.mbr_candidates", "decode.search_rules", "decode.ban_unk"});
+                                 "decode.mbr", "decode.mbr_candidates", "decode.search_rules", "decode.ban_unk",
+                                 "decode.unk_penalty"});
   CHECK(attnmt::describe_keys(attnmt::keys_that_may_change(KeyScope::load)) ==
         "decode.*, model.attention.hard_decode, threads, gemm and device");
   CHECK(attnmt::may_change("decode.beam_size", KeyScope::load));
@@ -537,7 +538,10 @@ const InvalidCase kInvalid[] = {
     {{"train.valid_every=0"}, "train.valid_every must be > 0, got 0"},
     {{"train.keep_checkpoints=0"}, "train.keep_checkpoints must be >= 1, got 0"},
     {{"decode.length_penalty=-1"}, "decode.length_penalty must be >= 0, got -1.0"},
-    {{"decode.max_length_ratio=0"}, "decode.max_length_ratio must be > 0, got 0.0"},
+    {{"decode.max_length_ratio=0"},
+     "decode.max_length_ratio must be > 0 with decode.search_rules: attnmt (0 only with fairseq), got 0.0"},
+    {{"decode.max_length_ratio=-1"}, "decode.max_length_ratio must be >= 0, got -1.0"},
+    {{"decode.unk_penalty=1"}, "decode.unk_penalty must be 0 with decode.search_rules: attnmt (a rule of fairseq), got 1.0"},
     {{"decode.batch_size=0"}, "decode.batch_size must be >= 1, got 0"},
     {{"decode.top_p=0"}, "decode.top_p must be in (0, 1], got 0.0"},
     {{"decode.epsilon=1"}, "decode.epsilon must be in [0, 1) (0 = off), got 1.0"},

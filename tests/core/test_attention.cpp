@@ -284,7 +284,13 @@ TEST_CASE("keep_rows moves a memory's own rows in place and copies what others h
   REQUIRE(torch::equal(m.values, want2.values));
   REQUIRE(torch::equal(m.extra[1], want2.extra[1]));
   REQUIRE(m.values.storage().data() == values_storage);
-  REQUIRE_THROWS(m.keep_rows({1, 0}));
+  // Rows out of order are copied, as index_select does.
+  const auto want3 = m.index_select(torch::tensor(std::vector<int64_t>{1, 0}, torch::kLong));
+  m.keep_rows({1, 0});
+  REQUIRE(torch::equal(m.values, want3.values));
+  REQUIRE(torch::equal(m.mask, want3.mask));
+  REQUIRE(torch::equal(m.extra[1], want3.extra[1]));
+  REQUIRE(m.values.storage().data() != values_storage);
 }
 
 TEST_CASE("decoding's product loops equal the tensor expressions", "[attention]") {

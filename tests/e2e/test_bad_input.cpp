@@ -175,13 +175,30 @@ const std::vector<Case>& cases() {
          write(m / "best.pt", noise);
          return "translate --model " + m.string() + " --input " + kData + "/tiny.de"; },
        2, {"best.pt' is truncated or corrupted"}},
-      {"checkpoint of another format version", [](const fs::path& d) {
+      {"checkpoint of an unknown older format version", [](const fs::path& d) {
+         auto m = trained_model(d);
+         torch::serialize::OutputArchive archive;
+         archive.write("format_version", c10::IValue(int64_t{0}));
+         archive.save_to((m / "best.pt").string());
+         return "translate --model " + m.string() + " --input " + kData + "/tiny.de"; },
+       2, {"has format version 0, this attnmt reads versions 1 and 2"}},
+      // A file of a newer format names the attnmt that wrote it (stored since format 2).
+      {"checkpoint of a newer format", [](const fs::path& d) {
          auto m = trained_model(d);
          torch::serialize::OutputArchive archive;
          archive.write("format_version", c10::IValue(int64_t{99}));
+         archive.write("attnmt_version", c10::IValue(std::string("9.1.0")));
          archive.save_to((m / "best.pt").string());
          return "translate --model " + m.string() + " --input " + kData + "/tiny.de"; },
-       2, {"has format version 99, this attnmt reads version"}},
+       2, {"best.pt' has model format 99 (written by attnmt 9.1.0), newer than this attnmt " ATTNMT_VERSION
+           " reads (formats 1 to 2): upgrade attnmt to load it"}},
+      {"checkpoint of a newer format without its writer's version", [](const fs::path& d) {
+         auto m = trained_model(d);
+         torch::serialize::OutputArchive archive;
+         archive.write("format_version", c10::IValue(int64_t{3}));
+         archive.save_to((m / "best.pt").string());
+         return "translate --model " + m.string() + " --input " + kData + "/tiny.de"; },
+       2, {"best.pt' has model format 3, newer than this attnmt"}},
       // A format-1 model (tests/data/model_v1) reads its tokenizer from its directory.
       {"format-1 model: tokenizer model missing", [](const fs::path& d) {
          fs::copy(kData + "/model_v1", d / "m", fs::copy_options::recursive);

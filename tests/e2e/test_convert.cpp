@@ -1,7 +1,7 @@
 // attnmt convert against the toolkits themselves: the fixtures in tests/data/convert/ are small
-// models trained by OpenNMT-py 2.3 and Joey NMT 2.3 with their own greedy and beam-5 n-best
-// outputs and scores for 50 sentences (scripts/convert_fixtures/make_fixtures.sh made them from
-// ../shared/peers). Each is converted by the real program and translated; the outputs must be the
+// models trained by OpenNMT-py 2.3, Joey NMT 2.3 and fairseq with their own greedy and beam-5
+// n-best outputs and scores for 50 sentences (scripts/convert_fixtures/make_fixtures.sh made them
+// from ../shared/peers; scripts/convert_fixtures/fairseq_fixtures.sh the fairseq ones). Each is converted by the real program and translated; the outputs must be the
 // toolkit's, line for line, and the scores of equal hypotheses within 1e-4.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -90,6 +90,7 @@ struct Fixture {
   const char* from;
   const char* source;  // what convert reads: a file of the fixture ("": the fixture directory)
   const char* spm;     // the model reads raw text through this SentencePiece model ("": pieces)
+  bool dictionaries = false;  // fairseq: --data-dir is the fixture directory (its dict.de.txt, dict.en.txt)
 };
 
 // Every fixture make_fixtures.sh writes.
@@ -102,6 +103,9 @@ const Fixture kAll[] = {
     {"joey_lstm_bahdanau_bridge", "joeynmt", "", "spm.model"},
     {"joey_gru_luong_last", "joeynmt", "", ""},
     {"joey_lstm_luong_zero", "joeynmt", "", ""},
+    {"fairseq_lstm_bi", "fairseq", "checkpoint.pt", "", true},
+    {"fairseq_wiseman", "fairseq", "checkpoint.pt", "", true},
+    {"fairseq_luong_shared", "fairseq", "checkpoint.pt", "", true},
 };
 
 // Every hypothesis of every line, as many as the toolkit's: the same text, the score within 1e-4.
@@ -137,7 +141,8 @@ void check_fixture(const Fixture& f, const std::string& expected_file = "expecte
   const auto tmp = temp_dir(std::string("convert_") + f.name);
   const fs::path model = tmp / "model.pt";
   const std::string source = *f.source ? (dir / f.source).string() : dir.string();
-  const auto converted = run("convert --from " + std::string(f.from) + " " + source + " --output " + model.string());
+  const auto converted = run("convert --from " + std::string(f.from) + " " + source + " --output " + model.string() +
+                             (f.dictionaries ? " --data-dir " + dir.string() : ""));
   INFO(converted.output);
   REQUIRE(converted.status == 0);
 
@@ -272,6 +277,60 @@ TEST_CASE("convert: Joey NMT models translate as Joey NMT does", "[e2e][convert]
   }
 }
 
+// fairseq-generate's own outputs (expected.jsonl: --beam 1, and --beam 5 --nbest 5, its defaults
+// otherwise: lenpen 1, min_len 1, max_len_b 200) with the converted model's defaults (decode.
+// search_rules fairseq, stored by convert): every n-best entry, as many, scores within 1e-4.
+TEST_CASE("convert: fairseq LSTM models translate as fairseq-generate does", "[e2e][convert]") {
+  for (const auto& f : kAll) {
+    if (std::string(f.name).rfind("fairseq_", 0) == 0) check_fixture(f, "expected.jsonl", "", /*full_lists=*/true);
+  }
+  // fairseq-generate --lenpen 0.6 --unkpen 1 --min-len 3 --max-len-a 0.5 --max-len-b 5 (short
+  // limits: many hypotheses end at int(0.5 x source tokens with </s> + 5)), as attnmt's options.
+  for (const auto& f : kAll) {
+    if (std::string(f.name) != "fairseq_wiseman") continue;
+    check_fixture(f, "expected_options.jsonl",
+                  "--length-penalty 0.6 --unk-penalty 1 --min-length 3 --max-length-ratio 0.5 --max-length 5",
+                  /*full_lists=*/true);
+  }
+}
+
+// A converted fairseq model is an ordinary model file: ensembles, bf16, align and plot run on it.
+TEST_CASE("convert: a converted fairseq model runs in ensembles, bf16, align and plot", "[e2e][convert]") {
+  const auto dir = kFixtures / "fairseq_wiseman";
+  const auto tmp = temp_dir("convert_fairseq_uses");
+  const auto model = tmp / "model.pt";
+  REQUIRE(run("convert --from fairseq " + (dir / "checkpoint.pt").string() + " --data-dir " + dir.string() + " --output " +
+              model.string()).status == 0);
+  const auto input = (dir / "src.txt").string();
+  const size_t lines = lines_of(dir / "src.txt").size();
+  for (const std::string& extra : std::vector<std::string>{"--model " + model.string(), "--precision bf16"}) {
+    const auto out = tmp / "out.txt";
+    const auto r = run("translate --model " + model.string() + " " + extra + " --threads 1 --input " + input +
+                       " --output " + out.string());
+    INFO(extra << "\n" << r.output);
+    REQUIRE(r.status == 0);
+    CHECK(lines_of(out).size() == lines);
+  }
+  // The references: fairseq's own greedy outputs.
+  {
+    std::ofstream ref(tmp / "ref.txt");
+    for (const auto& line : lines_of(dir / "expected.jsonl")) {
+      ref << expected_text(nlohmann::json::parse(line)["greedy"]["tokens"], false) << "\n";
+    }
+  }
+  const auto aligned = run("align --model " + model.string() + " --src " + input + " --tgt " + (tmp / "ref.txt").string() +
+                           " --output " + (tmp / "align.txt").string());
+  INFO(aligned.output);
+  REQUIRE(aligned.status == 0);
+  CHECK(lines_of(tmp / "align.txt").size() == lines);
+  const auto first = lines_of(dir / "src.txt").front();
+  const auto plotted = run("plot --model " + model.string() + " --src '" + first + "' --output " + (tmp / "a.svg").string());
+  INFO(plotted.output);
+  REQUIRE(plotted.status == 0);
+  CHECK(fs::file_size(tmp / "a.svg") > 0);
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("convert: what attnmt cannot compute, or cannot read, is refused in one line and nothing is written",
           "[e2e][convert][bad_input]") {
   const auto tmp = temp_dir("convert_refused");
@@ -307,6 +366,19 @@ TEST_CASE("convert: what attnmt cannot compute, or cannot read, is refused in on
   refused("--from joeynmt " + onmt.string(), "config.yaml");
   refused("--from opennmt-py " + (kFixtures / "joey_lstm_bahdanau_bridge" / "best.ckpt").string(), "--from joeynmt");
   refused("--from marian " + onmt.string(), "--from: 'marian'");
+  // fairseq: what its lstm family has that attnmt does not compute, and missing dictionaries
+  // (scripts/convert_fixtures/fairseq_refused.py: the fixture's checkpoint with another option)
+  const auto fairseq = kFixtures / "fairseq_wiseman";
+  const auto dicts = " --data-dir " + fairseq.string();
+  refused("--from fairseq " + (refused_dir / "fairseq_transformer.pt").string() + dicts, "'transformer' model (arch)");
+  refused("--from fairseq " + (refused_dir / "fairseq_adaptive_softmax.pt").string() + dicts, "adaptive softmax");
+  refused("--from fairseq " + (refused_dir / "fairseq_no_attention.pt").string() + dicts, "decoder_attention 0");
+  refused("--from fairseq " + (fairseq / "checkpoint.pt").string(), "--data-dir: required");
+  refused("--from fairseq " + (fairseq / "checkpoint.pt").string() + " --data-dir " + tmp.string(), "dict.de.txt");
+  refused("--from fairseq " + (fairseq / "checkpoint.pt").string() + " --data-dir " +
+              (kFixtures / "fairseq_luong_shared").string(), "not the dictionaries it was trained with");
+  refused("--from fairseq " + onmt.string() + dicts, "--from opennmt-py");
+  refused("--from opennmt-py " + onmt.string() + dicts, "--data-dir: only with --from fairseq");
   // a SentencePiece model that is not the one the vocabulary was built with
   refused("--from opennmt-py " + onmt.string() + " --spm " + (fs::path(ATTNMT_TEST_DATA_DIR) / "model_v1" / "spm.model").string(),
           "not the SentencePiece model");

@@ -79,6 +79,16 @@ TEST_CASE("distributed: 2 processes x batch B give the parameters of 1 process x
   INFO(optimizer << ": max |2 x B - 1 x 2B| = " << diff << ", max |1 x B - 1 x 2B| = " << control);
   CHECK(diff <= 1e-5);
   CHECK(control > 1e-3);
+  // distributed.compress fp16: the gradients travel as scaled fp16 (11-bit mantissas): near the
+  // exact sum, and not equal to it (the key does something).
+  auto half = run("train " + cfg + " --nproc 2 --set train.batch_size=5 --set distributed.compress=fp16 --set train.save_dir=" +
+                  (dir / "half").string());
+  INFO(half.output);
+  REQUIRE(half.status == 0);
+  const double fp16_diff = max_parameter_difference(dir / "one" / "ckpt.12.pt", dir / "half" / "ckpt.12.pt");
+  INFO("max |2 x B fp16 - 1 x 2B| = " << fp16_diff);
+  CHECK(fp16_diff > diff);
+  CHECK(fp16_diff < control / 10);
   // rank 0 alone writes the log, and says how many processes trained
   const auto log = attnmt::read_file((dir / "two" / "log.jsonl").string());
   CHECK(log.find("\"processes\":2") != std::string::npos);

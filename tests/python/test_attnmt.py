@@ -1,7 +1,7 @@
 """The Python module against the program: a tiny model trained by `attnmt train`, then the module's
 translations, n-best lists, scores and attention compared with `attnmt translate`'s, its errors,
 the GIL released while it translates, score() against sacreBLEU 2.6.0's values, and
-`pip install ./python` into a fresh virtual environment. Runs under unittest (or pytest); CTest
+a wheel from `pip wheel ./python` (offline) installed into a fresh virtual environment. Runs under unittest (or pytest); CTest
 runs `python3 test_attnmt.py <class>` once per TestCase class (tests/CMakeLists.txt), and a run that
 failed nothing but skipped something exits 77, which CTest reports as Skipped. Under CI=true a
 skip is a failure.
@@ -286,6 +286,25 @@ class ConvertedModelTest(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+    def test_converted_fairseq_model_translates_as_fairseq_generate(self):
+        """fairseq's beam-5 best (its rules, stored by convert) from the module, as from the program."""
+        fixture = DATA / "convert" / "fairseq_wiseman"
+        tmp = Path(tempfile.mkdtemp(prefix="attnmt_python_convert_fairseq_"))
+        try:
+            model = tmp / "converted.pt"
+            run("convert", "--from", "fairseq", str(fixture / "checkpoint.pt"), "--data-dir", str(fixture),
+                "--output", str(model))
+            lines = (fixture / "src.txt").read_text(encoding="utf-8").splitlines()[:10]
+            expected = [json.loads(l) for l in (fixture / "expected.jsonl").read_text(encoding="utf-8").splitlines()[:10]]
+            tr = attnmt.Translator(str(model), threads=1)
+            results = tr.translate(lines)
+            self.assertEqual([r[0].text for r in results], [" ".join(e["beam5"][0]["tokens"]) for e in expected])
+            for r, e in zip(results, expected):
+                self.assertAlmostEqual(r[0].score, e["beam5"][0]["score"], delta=1e-4)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 class ScoreTest(unittest.TestCase):
     def test_score_equals_sacrebleu(self):
         expected = json.loads((DATA / "sacrebleu" / "expected.json").read_text())
@@ -313,32 +332,43 @@ class ScoreTest(unittest.TestCase):
 
 
 class InstallTest(unittest.TestCase):
-    def test_pip_install_into_a_virtual_environment(self):
+    def test_pip_wheel_offline_then_a_fresh_venv_translates_as_the_program(self):
         if sys.prefix != sys.base_prefix:
             skip_missing(self, "running inside a virtual environment: run with the system's python3")
-        with tempfile.TemporaryDirectory(prefix="attnmt_venv_") as tmp:
+        with tempfile.TemporaryDirectory(prefix="attnmt_wheel_") as tmp:
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            # No index at all: the wheel is built from this build's module (python/build_backend).
+            env.update(PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
             venv = Path(tmp) / "v"
             made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
             if made.returncode != 0:
                 skip_missing(self, f"no venv for {sys.executable} (Debian: python3-venv): {made.stderr.strip()}")
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            pip = subprocess.run([str(venv / "bin" / "pip"), "install", "--disable-pip-version-check",
-                                  str(SOURCE / "python")], capture_output=True, text=True, env=env)
+            # `pip wheel` (the fresh venv's pip) builds the wheel and installs nothing.
+            wheels = Path(tmp) / "wheels"
+            built = subprocess.run([str(venv / "bin" / "pip"), "wheel", "--no-deps", "-w", str(wheels),
+                                    str(SOURCE / "python")], capture_output=True, text=True, env=env, cwd=tmp)
+            self.assertEqual(built.returncode, 0, built.stdout + built.stderr)
+            found = sorted(wheels.glob("attnmt-*.whl"))
+            self.assertEqual(len(found), 1, built.stdout)
+            program_version = run("--version").split()[1]
+            self.assertTrue(found[0].name.startswith(f"attnmt-{program_version}-cp3"), found[0].name)
+            pip = subprocess.run([str(venv / "bin" / "pip"), "install", str(found[0])], capture_output=True,
+                                 text=True, env=env, cwd=tmp)
             self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
             model = Model.get()
             script = ("import sys, attnmt; tr = attnmt.Translator(sys.argv[1], threads=1); "
                       "r = tr.translate(sys.argv[2:], return_attention=True); "
-                      "print(attnmt.__file__); print(type(r[0][0].attention).__name__); "
+                      "print(attnmt.__version__); print(attnmt.__file__); print(type(r[0][0].attention).__name__); "
                       "print('\\n'.join(h[0].text for h in r))")
-            # from another folder, so that nothing of the build or source tree is on the path
-            out = subprocess.run([str(venv / "bin" / "python"), "-c", script, str(model), *LINES[:3]],
+            out = subprocess.run([str(venv / "bin" / "python"), "-c", script, str(model), *LINES],
                                  capture_output=True, text=True, env=env, cwd=tmp)
             self.assertEqual(out.returncode, 0, out.stderr)
             lines = out.stdout.splitlines()
-            self.assertTrue(lines[0].startswith(str(venv)), lines[0])
-            self.assertIn(lines[1], ("list", "ndarray"))
-            want = [r[0].text for r in attnmt.Translator(str(model), threads=1).translate(LINES[:3])]
-            self.assertEqual(lines[2:], want)
+            self.assertEqual(lines[0], program_version)
+            self.assertTrue(lines[1].startswith(str(venv)), lines[1])
+            self.assertIn(lines[2], ("list", "ndarray"))
+            cli = run("translate", "--model", str(model), "--input", str(DATA / "tiny.de"), "--threads", "1")
+            self.assertEqual(lines[3:], cli.splitlines())
 
 
 if __name__ == "__main__":

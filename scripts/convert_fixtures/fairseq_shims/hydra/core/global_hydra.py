@@ -1,0 +1,7 @@
+class GlobalHydra:
+    @classmethod
+    def instance(cls):
+        return cls()
+
+    def clear(self):
+        pass

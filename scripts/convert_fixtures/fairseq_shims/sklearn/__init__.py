@@ -1,0 +1,2 @@
+# fairseq.tasks.audio_classification imports sklearn.metrics at import time; the text tasks
+# never call it.
