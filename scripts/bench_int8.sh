@@ -7,6 +7,9 @@
 # CPU class below this one, on this CPU; the table names the kernels that ran. Per system: the best round's
 # seconds, sentences/s, output words/s, peak RSS (/usr/bin/time), BLEU and chrF (attnmt score, =
 # sacreBLEU), the model file's size, and each phase's seconds (translate --profile).
+# RESIDENT=1: every command through the resident engine (ATTNMT_RESIDENT=1, started before the first
+# round): the whole process is then the front, a fork and the command's own work, without
+# LibTorch's loading (docs/architecture.md, "The front and the engine"); peak RSS is not measured.
 #   scripts/bench_int8.sh MODEL [SRC REF]     (MODEL: a model file or save dir)
 # Writes runs/bench_int8/ (outputs, results.md). The shortlist rows need the model's lexicon
 # (attnmt lexicon --model MODEL); they are skipped without one.
@@ -21,6 +24,14 @@ bin=${ATTNMT:-build/attnmt}
 out=runs/bench_int8
 mkdir -p "$out"
 export OMP_WAIT_POLICY=PASSIVE
+resident=${RESIDENT:-0}
+if [ "$resident" = 1 ]; then
+  # Its own directory and idle time, so that it is this run's engine and goes away after it.
+  export ATTNMT_RESIDENT=1 ATTNMT_RESIDENT_DIR=$PWD/$out/resident ATTNMT_RESIDENT_IDLE=60
+  mkdir -p "$ATTNMT_RESIDENT_DIR" && chmod 700 "$ATTNMT_RESIDENT_DIR"
+fi
+via="" rss_note=""
+if [ "$resident" = 1 ]; then via=" through the resident engine (ATTNMT_RESIDENT=1)" rss_note=" (the front)"; fi
 [ -f "$model" ] || [ -d "$model" ] || { echo "bench_int8.sh: no model '$model'" >&2; exit 2; }
 zcat -f "$src" > "$out/src.txt"
 zcat -f "$ref" > "$out/ref.txt"
@@ -55,16 +66,17 @@ for r in $(seq 1 "$rounds"); do
     read -r secs kb < "$out/$s.time"
     t=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["translate_seconds"])' "$out/$s.json")
     if [ -z "${inner[$s]:-}" ] || awk -v a="$t" -v b="${inner[$s]}" 'BEGIN{exit !(a < b)}'; then inner[$s]=$t; fi
-    echo "[bench_int8] round $r/$rounds $s: ${secs}s, $((kb / 1024)) MiB"
+    echo "[bench_int8] round $r/$rounds $s: ${secs}s, $((kb / 1024)) MiB$rss_note"
     if [ -z "${best[$s]:-}" ] || awk -v a="$secs" -v b="${best[$s]}" 'BEGIN{exit !(a < b)}'; then best[$s]=$secs; fi
     rss[$s]=$((kb / 1024))
+    if [ "$resident" = 1 ]; then rss[$s]="–"; fi  # /usr/bin/time saw the front, not the command
   done
 done
 lines=$(wc -l < "$out/src.txt")
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|avx512f|avx512_bf16|avx512_vnni|avx_vnni|amx_bf16|amx_int8)$' | xargs)
 {
   echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); flags: $flags${ATTNMT_CPU_ISA:+; ATTNMT_CPU_ISA=$ATTNMT_CPU_ISA}"
-  echo "model $model_file; threads $threads, beam 5, $lines sentences, best of $rounds round(s), whole process"
+  echo "model $model_file; threads $threads, beam 5, $lines sentences, best of $rounds round(s), whole process$via"
   echo
   echo "| system | seconds | sentences/s | output words/s | vs fp32 (words/s) | translating s | vs fp32 (translating) | peak RSS MiB | BLEU | chrF | precision, kernel |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"

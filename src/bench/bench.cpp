@@ -56,10 +56,11 @@ json to_json(const Stats& s) { return {{"median", s.median}, {"min", s.min}, {"m
 
 // Runs this program with `args`, stdout and stderr to `log` (util/process.h: the child's own peak
 // RSS); throws with the log's last line when it fails.
-ChildResult run_attnmt(const std::vector<std::string>& args, const std::string& log) {
+ChildResult run_attnmt(const std::vector<std::string>& args, const std::string& log,
+                       const std::vector<std::pair<std::string, std::string>>& env = {}) {
   std::vector<std::string> argv{self_executable()};
   argv.insert(argv.end(), args.begin(), args.end());
-  const auto r = run_child(argv, log);
+  const auto r = run_child(argv, log, env);
   if (r.exit_code != 0) {
     std::string last;
     for (const auto& line : read_lines(log)) {
@@ -182,8 +183,9 @@ DecodeArithmetic decode_arithmetic(const ModelArithmetic& arith, int64_t batch, 
 
 // Decoding's ceiling: the step's products (the unbatched ones) at `rows` rows, weighted by their
 // FLOPs as gemm_ceiling weights the training shapes: fp32, bf16 where the CPU has native bf16, and
-// int8 by every kernel this CPU runs ("int8" is the one decoding uses; "int8 <kernel>" each).
-json decode_ceiling(const ModelArithmetic& arith, int64_t rows) {
+// int8 by every kernel this CPU runs ("int8" is the one decoding uses; "int8 <kernel>" each, unless
+// !each_kernel).
+json decode_ceiling(const ModelArithmetic& arith, int64_t rows, bool each_kernel = true) {
   json out = {{"rows", rows}, {"shapes", json::array()}};
   struct Path {
     std::string name;
@@ -193,7 +195,7 @@ json decode_ceiling(const ModelArithmetic& arith, int64_t rows) {
   std::vector<Path> paths = {{"fp32", ProductPrecision::kFp32, std::nullopt}};
   if (cpu_has_bf16()) paths.push_back({"bf16", ProductPrecision::kBf16, std::nullopt});
   paths.push_back({"int8", ProductPrecision::kInt8, std::nullopt});
-  auto kernels = int8_kernels_runnable(this_cpu_flags());
+  auto kernels = each_kernel ? int8_kernels_runnable(this_cpu_flags()) : std::vector<Int8Kernel>{};
   for (auto kernel : kernels) {
     paths.push_back({std::string("int8 ") + int8_kernel_name(kernel), ProductPrecision::kInt8, kernel});
   }
@@ -213,6 +215,8 @@ json decode_ceiling(const ModelArithmetic& arith, int64_t rows) {
     out[path.name] = {{"gflops", total_flops / total_seconds / 1e9}};
   }
   out["int8_kernel"] = int8_kernel_name(Int8Matrix::kernel_in_use());
+  out["bf16_kernel"] = bf16_kernel_name(bf16_kernel(this_cpu_flags()));
+  out["cpu_isa"] = cpu_isa_name(this_cpu_isa());
   std::string fastest = "fp32";
   for (const auto& path : paths) {
     if (out[path.name]["gflops"].get<double>() > out[fastest]["gflops"].get<double>()) fastest = path.name;
@@ -220,6 +224,65 @@ json decode_ceiling(const ModelArithmetic& arith, int64_t rows) {
   out["fastest"] = fastest;
   return out;
 }
+
+// The decoder step's ceiling at each of `levels`: this process's own level from `own` (measured
+// here), every other by a child at that ATTNMT_CPU_ISA (oneDNN's instruction set cannot be lowered
+// twice in one process). Per level: fp32, bf16 (where native there), int8 and the kernels.
+json ceilings_per_level(const BenchOptions& o, const std::string& config_path, const std::string& model_dir, int threads,
+                        const std::string& dir, const json& own) {
+  json out = json::array();  // lowest level first
+  for (const auto& level : o.isa_levels) {
+    json c;
+    if (level == cpu_isa_name(this_cpu_isa())) {
+      c = own;
+    } else {
+      const std::string child_dir = dir + "/isa_" + level, result = child_dir + "/bench.json";
+      fs::create_directories(child_dir);
+      std::vector<std::string> args = {"bench", config_path};
+      for (const auto& s : o.overrides) args.insert(args.end(), {"--set", s});
+      args.insert(args.end(), {"--model", model_dir, "--threads", std::to_string(threads), "--repeats", "1",
+                               "--no-train", "--no-baseline", "--isa-levels", "none", "--decode-ceiling-only",
+                               "--work-dir", child_dir + "/work", "--output", result});
+      run_attnmt(args, child_dir + "/bench.out", {{"ATTNMT_CPU_ISA", level}});
+      c = json::parse(read_file(result))["runs"][0]["decode_ceiling"];
+    }
+    json entry = {{"level", level}, {"fp32", c["fp32"]["gflops"]}, {"int8", c["int8"]["gflops"]}, {"int8_kernel", c["int8_kernel"]},
+                  {"bf16_kernel", c.value("bf16_kernel", "")}, {"cpu_isa", c.value("cpu_isa", level)}};
+    if (c.contains("bf16")) entry["bf16"] = c["bf16"]["gflops"];
+    out.push_back(entry);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> check_isa_levels(const std::vector<std::string>& values) {
+  const auto& flags = this_cpu_hardware_flags();
+  if (values.size() == 1 && values[0] == "none") return {};
+  std::set<CpuIsa> chosen;
+  for (const auto& value : values) {
+    if (value == "all") {
+      for (CpuIsa isa : cpu_isas()) {
+        if (isa <= best_cpu_isa(flags)) chosen.insert(isa);
+      }
+      continue;
+    }
+    const auto& isas = cpu_isas();
+    const auto it = std::find_if(isas.begin(), isas.end(), [&](CpuIsa isa) { return value == cpu_isa_name(isa); });
+    if (it == isas.end()) {
+      throw InputError("bench: --isa-levels: '" + value + "' is not a level (all, none, " + cpu_isa_names() + ")");
+    }
+    for (const auto& flag : cpu_isa_flags(*it)) {
+      if (!flags.count(flag)) throw InputError("bench: --isa-levels: " + value + ": this CPU has no " + flag);
+    }
+    chosen.insert(*it);
+  }
+  std::vector<std::string> levels;
+  for (CpuIsa isa : chosen) levels.push_back(cpu_isa_name(isa));
+  return levels;
+}
+
+namespace {
 
 std::string str(double v, int decimals = 0) {
   char buf[64];
@@ -347,7 +410,7 @@ json run_bench(const BenchOptions& o) {
                                           lengths.src, lengths.tgt);
       run["flops"] = {{"train_flops_per_target_token", arith.train_flops_per_target_token},
                       {"mean_src_tokens", lengths.src}, {"mean_tgt_tokens", lengths.tgt}};
-      if (o.gemm) {
+      if (o.gemm && !o.decode_ceiling_only) {
         spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, threads);
         phase("GEMM ceiling");
         run["ceiling"]["fp32"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kFloat);
@@ -365,7 +428,9 @@ json run_bench(const BenchOptions& o) {
       if (o.decode && have_model) {
         const std::string src = o.test_src.empty() ? cfg.data.test.src : o.test_src;
         const std::string ref = o.test_tgt.empty() ? cfg.data.test.tgt : o.test_tgt;
-        if (src.empty()) throw InputError("bench: " + config_path + " has no data.test and no --test-src was given");
+        if (src.empty() && !o.decode_ceiling_only) {
+          throw InputError("bench: " + config_path + " has no data.test and no --test-src was given");
+        }
         const auto refs = ref.empty() ? std::vector<std::string>{} : read_lines(ref);
         struct Mode {
           std::string name;
@@ -379,6 +444,7 @@ json run_bench(const BenchOptions& o) {
           modes.push_back({"beam_int8", cfg.decode.beam_size, cfg.decode.batch_size, "int8"});
         }
         if (o.baseline) modes.push_back({"beam_one_sentence", cfg.decode.beam_size, 1, cfg.decode.precision});
+        if (o.decode_ceiling_only) modes.clear();
         const auto decode_arith = decode_arithmetic(arith, cfg.train.batch_size, lengths.tgt);
         for (const auto& mode : modes) {
           std::vector<double> whole, inner, whole_tok, inner_tok, rss;
@@ -425,17 +491,25 @@ json run_bench(const BenchOptions& o) {
         if (o.gemm) {
           phase("decoding's GEMM ceiling");
           const auto rows = static_cast<int64_t>(cfg.decode.batch_size) * cfg.decode.beam_size;
-          run["decode_ceiling"] = decode_ceiling(arith, rows);
+          run["decode_ceiling"] = decode_ceiling(arith, rows, !o.decode_ceiling_only);
+          if (!o.decode_ceiling_only && !o.isa_levels.empty()) {
+            phase("decoding's GEMM ceiling per instruction-set level");
+            run["decode_ceiling_per_isa"] =
+                ceilings_per_level(o, config_path, model_dir, threads, dir, run["decode_ceiling"]);
+          }
           const auto& ceiling = run["decode_ceiling"];
-          for (auto& [mode, d] : run["decode"].items()) {
-            const std::string precision = d["precision"];
-            const std::string of = ceiling.contains(precision) ? precision : "fp32";
-            d["utilisation"] = d["achieved_gflops"].get<double>() / ceiling[of]["gflops"].get<double>();
-            d["utilisation_of"] = of;
-            // Decoding's share of the fastest ceiling this CPU has, whatever precision it ran in.
-            const std::string fastest = ceiling["fastest"];
-            d["share_of_fastest"] = d["achieved_gflops"].get<double>() / ceiling[fastest]["gflops"].get<double>();
-            d["fastest"] = fastest;
+          // (a --decode-ceiling-only child decodes nothing: its run has no "decode")
+          if (run.contains("decode")) {
+            for (auto& [mode, d] : run["decode"].items()) {
+              const std::string precision = d["precision"];
+              const std::string of = ceiling.contains(precision) ? precision : "fp32";
+              d["utilisation"] = d["achieved_gflops"].get<double>() / ceiling[of]["gflops"].get<double>();
+              d["utilisation_of"] = of;
+              // Decoding's share of the fastest ceiling this CPU has, whatever precision it ran in.
+              const std::string fastest = ceiling["fastest"];
+              d["share_of_fastest"] = d["achieved_gflops"].get<double>() / ceiling[fastest]["gflops"].get<double>();
+              d["fastest"] = fastest;
+            }
           }
         }
         run["decode_model"] = model_dir;
@@ -532,6 +606,21 @@ std::string bench_table(const json& results) {
   if (!ceilings.empty()) {
     out += "\n| run | rows | decoder step's ceiling, GFLOP/s per path (int8: the kernel in use, then each kernel) | "
            "fastest | beam's share of it |\n|---|---|---|---|---|\n" + ceilings;
+  }
+  // The same per instruction-set level (ATTNMT_CPU_ISA): what each class of CPU below this one gets.
+  std::string levels;
+  for (const auto& r : results["runs"]) {
+    if (!r.contains("decode_ceiling_per_isa")) continue;
+    for (const auto& v : r["decode_ceiling_per_isa"]) {
+      levels += "| " + r["name"].get<std::string>() + " | " + v["level"].get<std::string>() + " | " + str(v["fp32"].get<double>(), 1) + " | " +
+                (v.contains("bf16") ? str(v["bf16"].get<double>(), 1) + " (" + v["bf16_kernel"].get<std::string>() + ")"
+                                    : std::string("–")) +
+                " | " + str(v["int8"].get<double>(), 1) + " (" + v["int8_kernel"].get<std::string>() + ") |\n";
+    }
+  }
+  if (!levels.empty()) {
+    out += "\n| run | ATTNMT_CPU_ISA | decoder step fp32 GFLOP/s | bf16 (kernel) | int8 (kernel) |\n"
+           "|---|---|---:|---:|---:|\n" + levels;
   }
   return out;
 }

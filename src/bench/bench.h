@@ -14,6 +14,10 @@
 //   or AMX-BF16, util/cpu_kernels.h) GEMM GFLOP/s at the model's own shapes (bench/flops.h), forward
 //   and both backward orientations, combined with the weights of the model's FLOPs; achieved
 //   GFLOP/s = tokens/s x FLOPs per token.
+// - the decoder step's ceiling per instruction-set level (ATTNMT_CPU_ISA, util/cpu_kernels.h):
+//   oneDNN's instruction set is fixed once per process, so each level other than this process's
+//   own is measured by a child (`attnmt bench --decode-ceiling-only` with ATTNMT_CPU_ISA set):
+//   fp32, bf16 where the level has native bf16, and int8 with the kernel that level runs.
 // The machine's record names the kernels: the bf16 class, the CPU flags that decide it, and per
 // run the library of the fp32 products (config key gemm).
 #pragma once
@@ -35,7 +39,15 @@ struct BenchOptions {
   bool train = true, decode = true, gemm = true;
   std::string test_src, test_tgt;       // default: each config's data.test
   std::string work_dir;                 // children's save dirs and outputs (default: a temp dir)
+  // The levels whose decoder-step ceilings are measured, lowest first ("portable", "avx2", ...:
+  // cpu_isa_name); empty: none. Default (check_isa_levels({"all"})): every level this CPU has.
+  std::vector<std::string> isa_levels;
+  bool decode_ceiling_only = false;     // a child of bench: only the decoder step's ceiling, at this process's level
 };
+
+// The values of --isa-levels ("all", "none" or level names) as BenchOptions::isa_levels: every
+// name checked against the levels and this CPU's flags (InputError naming the value).
+std::vector<std::string> check_isa_levels(const std::vector<std::string>& values);
 
 // Runs everything, logs progress, returns the results (see scripts/bench.sh for the table).
 nlohmann::json run_bench(const BenchOptions& options);

@@ -1,5 +1,6 @@
 // attnmt bench CONFIG... [--set key=value ...] [--model DIR ...] [--threads 1,0] [--repeats N] [--window-steps N]
-//              [--no-train] [--no-decode] [--no-gemm] [--no-baseline] [--output bench.json]
+//              [--no-train] [--no-decode] [--no-gemm] [--no-baseline] [--isa-levels all|none|LEVEL,...]
+//              [--output bench.json]
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     BenchOptions bench;
     std::string output = "bench.json", table;
+    std::vector<std::string> isa_levels = {"all"};
     bool no_train = false, no_decode = false, no_gemm = false, no_baseline = false;
   };
   auto o = std::make_shared<Options>();
@@ -38,6 +40,12 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--no-decode", o->no_decode, "Skip the decoding measurement");
   cmd->add_flag("--no-gemm", o->no_gemm, "Skip the GEMM ceiling");
   cmd->add_flag("--no-baseline", o->no_baseline, "Skip the one-sentence-at-a-time beam search baseline");
+  cmd->add_option("--isa-levels", o->isa_levels,
+                  "The decoder step's ceilings per instruction-set level (ATTNMT_CPU_ISA's names, a child "
+                  "process each): all (the CPU's, default), none, or a list such as portable,avx2")
+      ->delimiter(',');
+  // A child of bench (run_bench): the decoder step's ceiling at the level ATTNMT_CPU_ISA sets.
+  cmd->add_flag("--decode-ceiling-only", o->bench.decode_ceiling_only)->group("");
   cmd->callback([o, &global] {
     setup_logging(global.debug);
     auto options = o->bench;
@@ -45,6 +53,7 @@ void add_bench_command(CLI::App& app, const GlobalOptions& global) {
     options.decode = !o->no_decode;
     options.gemm = !o->no_gemm;
     options.baseline = !o->no_baseline;
+    options.isa_levels = check_isa_levels(o->isa_levels);
     const auto results = run_bench(options);
     const auto table = bench_table(results);
     write_file_atomic(o->output, results.dump(2) + "\n");

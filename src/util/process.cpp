@@ -87,7 +87,8 @@ pid_t spawn_child(const std::vector<std::string>& argv, const std::vector<std::p
   return pid;
 }
 
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path) {
+ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path,
+                      const std::vector<std::pair<std::string, std::string>>& env) {
   // Where the child writes its peak RSS.
   static std::atomic<int> serial{0};
   const std::string rss_file =
@@ -96,7 +97,9 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& o
           .string();
   std::remove(rss_file.c_str());
   const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = spawn_child(argv, {{kPeakRssFileVariable, rss_file}}, output_path);
+  auto child_env = env;
+  child_env.emplace_back(kPeakRssFileVariable, rss_file);
+  const pid_t pid = spawn_child(argv, child_env, output_path);
   int status = 0;
   struct rusage usage {};
   while (::wait4(pid, &status, 0, &usage) < 0) {

@@ -45,8 +45,10 @@ std::string self_executable();
 pid_t spawn_child(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env = {},
                   const std::string& output_path = "");
 
-// spawn_child, then waits for it and measures it (ChildResult). Used by compare and bench to run
-// this program (self_executable()) as a child; `train --nproc` starts its ranks with spawn_child.
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path = "");
+// spawn_child (with `env` added), then waits for it and measures it (ChildResult). Used by compare
+// and bench to run this program (self_executable()) as a child; `train --nproc` starts its ranks
+// with spawn_child.
+ChildResult run_child(const std::vector<std::string>& argv, const std::string& output_path = "",
+                      const std::vector<std::pair<std::string, std::string>>& env = {});
 
 }  // namespace attnmt

@@ -45,9 +45,11 @@ TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
   const std::string config = (dir / "tiny.yaml").string(), data = ATTNMT_TEST_DATA_DIR;
   test::write(config, test::tiny_config(dir / "model", 30));
   REQUIRE(test::run("train " + config).status == 0);  // the decoding model
+  // The ceilings per level: portable (a child, whatever this CPU is) and this process's own.
+  const std::string own = cpu_isa_name(this_cpu_isa());
   const auto r = test::run("bench " + config + " --threads 1 --repeats 2 --window-steps 2 --no-baseline --test-src " +
                            data + "/tiny.de --test-tgt " + data + "/tiny.en --output " + (dir / "bench.json").string() +
-                           " --work-dir " + (dir / "work").string());
+                           " --work-dir " + (dir / "work").string() + " --isa-levels " + own + ",portable");
   INFO(r.output);
   REQUIRE(r.status == 0);
   std::ifstream in(dir / "bench.json");
@@ -91,7 +93,35 @@ TEST_CASE("attnmt bench measures a tiny config end to end", "[bench][e2e]") {
   CHECK(j["machine"]["cpu_flags"] == kernel_flags(flags));
   CHECK(run["gemm"].get<std::string>().find("sgemm") != std::string::npos);
   CHECK_THAT(r.output, Catch::Contains(std::string("bf16 products: ") + bf16_kernel_name(bf16_kernel(flags))));
+  // Per level, lowest first: this process's own is the ceiling above; portable ran in a child capped
+  // there (its int8 kernel is the portable loop, it has no native bf16).
+  const auto& levels = run["decode_ceiling_per_isa"];
+  REQUIRE(levels.size() == (own == "portable" ? 1u : 2u));
+  const auto& portable = levels[0];
+  const auto& mine = levels[levels.size() - 1];
+  CHECK(portable["level"] == "portable");
+  CHECK(mine["level"] == own);
+  CHECK(mine["fp32"].get<double>() == run["decode_ceiling"]["fp32"]["gflops"].get<double>());
+  CHECK(mine["int8_kernel"] == int8_kernel_name(int8_kernel(flags)));
+  CHECK(mine.contains("bf16") == has_native_bf16(flags));
+  CHECK(portable["cpu_isa"] == "portable");
+  CHECK(portable["int8_kernel"] == "portable");
+  CHECK_FALSE(portable.contains("bf16"));
+  CHECK(portable["fp32"].get<double>() > 0);
+  CHECK(portable["int8"].get<double>() > 0);
+  CHECK_THAT(r.output, Catch::Contains("| tiny | portable | "));
   fs::remove_all(dir);
+}
+
+TEST_CASE("attnmt bench: --isa-levels names a level this CPU has", "[bench]") {
+  const auto r = test::run("bench no.yaml --isa-levels avx3");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Catch::Contains("bench: --isa-levels: 'avx3' is not a level (all, none, portable|avx2"));
+  if (!this_cpu_hardware_flags().count("amx_tile")) {
+    const auto amx = test::run("bench no.yaml --isa-levels portable,amx");
+    CHECK(amx.status == 2);
+    CHECK_THAT(amx.output, Catch::Contains("bench: --isa-levels: amx: this CPU has no amx_"));
+  }
 }
 
 TEST_CASE("attnmt bench: mean lengths come from every training corpus, weighted by its share", "[bench]") {
