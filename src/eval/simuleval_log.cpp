@@ -53,6 +53,29 @@ LatencyInstance latency_instance(const SimulEvalRecord& r) {
   return x;
 }
 
+std::vector<int64_t> word_delays(const std::vector<int64_t>& subword_delays, const std::vector<int64_t>& read_words,
+                                 const std::vector<int64_t>& words_after, size_t output_words) {
+  if (words_after.size() != subword_delays.size()) throw RuntimeError("word_delays: one word count per target subword");
+  std::vector<int64_t> delays;
+  const auto T = subword_delays.size();
+  for (size_t i = 0; i < output_words; ++i) {
+    const auto word = static_cast<int64_t>(i) + 1;
+    // Its last subword: the one before the first that starts word i + 2 (or the last of all),
+    // but never before the first that reaches word i + 1 (a subword may carry two words).
+    size_t first_in = T, first_after = T;
+    for (size_t t = 0; t < T; ++t) {
+      if (first_in == T && words_after[t] >= word) first_in = t;
+      if (first_after == T && words_after[t] > word) first_after = t;
+    }
+    if (first_in == T) throw RuntimeError("word_delays: the output has fewer words than the subwords give");
+    const size_t last = first_after == T ? T - 1 : std::max(first_in, first_after == 0 ? 0 : first_after - 1);
+    const auto read = subword_delays[last];
+    if (read < 0 || read >= static_cast<int64_t>(read_words.size())) throw RuntimeError("word_delays: a delay past the source");
+    delays.push_back(read_words[static_cast<size_t>(read)]);
+  }
+  return delays;
+}
+
 void write_simuleval_dir(const std::string& dir, const std::vector<SimulEvalRecord>& records) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

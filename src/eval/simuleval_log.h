@@ -32,6 +32,16 @@ double simuleval_reference_words(const std::string& reference);
 // The record as the latency scorers see it (reference length in words).
 LatencyInstance latency_instance(const SimulEvalRecord& record);
 
+// A streamed sentence's delays in words, as SimulEval counts text: a target word is written when
+// its last subword is, and reading a source subword reads the word it belongs to.
+//   subword_delays[t]  source subwords read when target subword t was written (1..n)
+//   read_words[g]      source words the first g source subwords touch (g = 0..n)
+//   words_after[t]     whitespace words in the detokenized first t + 1 target subwords
+//   output_words       whitespace words in the whole detokenized output
+// Returns one delay per output word, in source words.
+std::vector<int64_t> word_delays(const std::vector<int64_t>& subword_delays, const std::vector<int64_t>& read_words,
+                                 const std::vector<int64_t>& words_after, size_t output_words);
+
 // Writes DIR/instances.log and DIR/config.yaml (text to text), creating DIR.
 void write_simuleval_dir(const std::string& dir, const std::vector<SimulEvalRecord>& records);
 

@@ -10,27 +10,18 @@
 #include <vector>
 
 #include "eval/latency.h"
+#include "eval/simuleval_log.h"
 
 namespace {
 
 const std::string kSimulEvalDir = std::string(ATTNMT_TEST_DATA_DIR) + "/simuleval/";
-
-// SimulEval's reference length in words: len(reference.split(" ")).
-double simuleval_reference_words(const std::string& reference) {
-  return 1.0 + static_cast<double>(std::count(reference.begin(), reference.end(), ' '));
-}
 
 std::vector<attnmt::LatencyInstance> read_log() {
   std::ifstream in(kSimulEvalDir + "instances.log");
   REQUIRE(in.good());
   std::vector<attnmt::LatencyInstance> instances;
   for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line);
-    attnmt::LatencyInstance x;
-    x.delays = j.at("delays").get<std::vector<double>>();
-    x.source_length = j.at("source_length").get<double>();
-    x.reference_length = simuleval_reference_words(j.at("reference").get<std::string>());
-    instances.push_back(x);
+    instances.push_back(attnmt::latency_instance(attnmt::parse_simuleval_line(line, "instances.log")));
   }
   return instances;
 }
@@ -107,4 +98,38 @@ TEST_CASE("AL, LAAL, AP and DAL on a hand-computed wait-1 case", "[latency]") {
   CHECK(s.ap == Approx(10.0 / 32));
   // DAL: g' = 4, max(4, 4 + 1) = 5, 6, 7 with gamma 1: mean(4, 5-1, 6-2, 7-3) = 4
   CHECK(attnmt::differentiable_average_lagging({4, 4, 4, 4}, 4) == Approx(4));
+}
+
+TEST_CASE("Subword delays to SimulEval's word delays, by hand", "[latency]") {
+  // Source "ein Mann läuft" as ein | Man n | läuft: 0..4 subwords touch 0, 1, 2, 2, 3 words.
+  const std::vector<int64_t> read_words{0, 1, 2, 2, 3};
+  // Target "a man runs" as a | m an | runs, written after 1, 2, 3, 4 subwords read.
+  const std::vector<int64_t> delays{1, 2, 3, 4};
+  const std::vector<int64_t> words_after{1, 2, 2, 3};
+  // "man" is written with its last subword (after 3 source subwords: 2 words), "runs" at the end.
+  CHECK(attnmt::word_delays(delays, read_words, words_after, 3) == std::vector<int64_t>{1, 2, 3});
+  // A subword that carries two words: both written with it.
+  CHECK(attnmt::word_delays({2, 4}, read_words, {2, 3}, 3) == std::vector<int64_t>{2, 2, 3});
+  // A trailing subword that adds no word (a lone space) still belongs to the last word.
+  CHECK(attnmt::word_delays({1, 2, 4}, read_words, {1, 1, 1}, 1) == std::vector<int64_t>{3});
+  CHECK(attnmt::word_delays({}, read_words, {}, 0).empty());
+}
+
+TEST_CASE("A SimulEval record round-trips and scores as SimulEval reads it", "[latency]") {
+  attnmt::SimulEvalRecord r;
+  r.index = 3;
+  r.prediction = "a man runs";
+  r.delays = {1, 2, 3};
+  r.elapsed = {0, 0, 0};
+  r.prediction_length = 3;
+  r.reference = "a  man is running";  // SimulEval: 5 words (split on every single space)
+  r.source = "ein Mann läuft";
+  r.source_length = 3;
+  const auto back = attnmt::parse_simuleval_line(attnmt::simuleval_json_line(r), "test");
+  CHECK(back.prediction == r.prediction);
+  CHECK(back.delays == r.delays);
+  CHECK(back.reference == r.reference);
+  CHECK(back.source_length == 3);
+  CHECK(attnmt::latency_instance(back).reference_length == 5);
+  CHECK_THROWS_WITH(attnmt::parse_simuleval_line("{\"index\": 1}", "log:2"), Catch::Contains("log:2"));
 }
