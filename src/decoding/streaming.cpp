@@ -69,8 +69,6 @@ void add_word_delays(const Tokenizers& tokenizers, const std::string& line, cons
   out.word_delays = word_delays(out.delays, read_words, words_after, out.words.size());
 }
 
-}  // namespace
-
 // wait-k: write after every read once k are read; an early end of sentence reads instead.
 StreamedSentence stream_wait_k(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options) {
   torch::InferenceMode inference;
@@ -112,6 +110,8 @@ StreamedSentence stream_wait_k(StepModel& model, const std::vector<int64_t>& sou
   }
   return out;
 }
+
+}  // namespace
 
 StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options) {
   if (options.wait_k > 0) return stream_wait_k(model, source, options);

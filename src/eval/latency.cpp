@@ -12,7 +12,7 @@ namespace {
 
 // AL's sum up to tau, the first step that has read the whole source, with |y| / |x| = gamma.
 double lagging(const std::vector<double>& delays, double source_length, double gamma) {
-  if (delays.front() > source_length) return delays.front();  // SimulEval's guard, kept
+  // (SimulEval returns g(1) at once when g(1) > |x|: the loop gives the same, tau being 1.)
   double sum = 0;
   size_t tau = 0;
   for (size_t t = 0; t < delays.size(); ++t) {  // t = the paper's t - 1

@@ -12,8 +12,8 @@
 //   ATD_text  ATD as SimulEval's live text-to-text evaluation computes it (source and target
 //         tokens lasting 1 each): the paper's text ATD, which `--score-only` cannot reproduce
 // A delay is the number of source units (words or subwords) read when a target unit was written.
-// Every formula keeps SimulEval's edge cases: AL and LAAL return the first delay when it exceeds
-// the source length; an instance without delays (an empty output) is left out of the corpus mean.
+// SimulEval's edge cases are kept: an instance without delays (an empty output) is left out of the
+// corpus mean, and a first delay past the source length is AL's and LAAL's value (tau = 1).
 // Checked against SimulEval's own scorers on recorded delays (tests/base/test_latency.cpp,
 // tests/data/simuleval/).
 #pragma once
