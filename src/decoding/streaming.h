@@ -13,8 +13,9 @@
 // the written tokens never change. With lookahead >= the source length the policy reads
 // everything first: the output is then greedy search's on the whole sentence.
 // wait-k (Ma et al., 2019, STACL, 3.2, at test time), for any model: read k source tokens, then
-// write one and read one in turn; target token t is decoded from the prefix x_1..x_{min(k+t-1,|x|)}
-// (re-encoded after each read as above), so its attention never sees a token right of k + t - 1.
+// write one and read one in turn; target token t is decided from the prefix x_1..x_{min(k+t-1,|x|)}
+// (re-encoded after each read and the written tokens replayed, as above), so the step that writes
+// it never sees a token right of k + t - 1.
 // An end of sentence before the whole source is read reads one more token instead; with k >= |x|
 // the output is greedy search's on the whole sentence.
 // Latency: average lagging (Ma et al., 2019, STACL, eq. 4) over the source subwords read when each
