@@ -4,6 +4,7 @@
 // DIR` scores such a directory as it scores its own runs. Delays are counted in source words and
 // one per target word (whitespace tokens of the prediction), SimulEval's default latency unit.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
