@@ -4,7 +4,7 @@
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
 //                  [--search-rules attnmt|opennmt|opennmt3|joeynmt|fairseq] [--ban-unk true|false] [--unk-penalty P]
-//                  [--streaming [--lookahead K] [--delays FILE]]
+//                  [--streaming [--lookahead K | --wait-k K] [--delays FILE] [--reference FILE] [--simuleval-dir DIR]]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +20,8 @@
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/streaming.h"
 #include "decoding/translator.h"
+#include "eval/latency.h"
+#include "eval/simuleval_log.h"
 #include "io/model_file.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
@@ -95,16 +97,16 @@ void warn_unmet_constraints(const std::vector<std::vector<Translation>>& results
 }
 
 // --streaming: what it decodes with and what it cannot be combined with.
-void check_streaming(const std::vector<LoadedModel>& members, const std::vector<std::string>& exclusive) {
+void check_streaming(const std::vector<LoadedModel>& members, const std::vector<std::string>& exclusive, int wait_k) {
   if (members.size() > 1) throw InputError("--streaming: one --model (an ensemble's heads would stop in different places)");
   for (const auto& flag : exclusive) {
     if (!flag.empty()) throw InputError("--streaming: not with " + flag + " (streaming decodes greedily, one sentence at a time)");
   }
   const auto& a = members.front().config.model.attention;
-  if (!attention_streams(a)) {
+  if (wait_k == 0 && !attention_streams(a)) {
     throw InputError("--streaming: the model's attention must stop hard and never look right of its stop "
                      "(a model.attention.type that streams: " + attention_names_with(&AttentionTraits::streams) +
-                     "; with hard_decode: true); " +
+                     "; with hard_decode: true), or --wait-k K for any model; " +
                      members.front().checkpoint + " has '" + a.type + "'" + (a.hard_decode ? "" : " with hard_decode: false"));
   }
 }
@@ -119,15 +121,71 @@ void write_output(const std::string& output, const std::string& text) {
   }
 }
 
+// The latency of a stream in words (SimulEval's records, and its figures) and in subwords.
+struct StreamLatency {
+  std::vector<SimulEvalRecord> records;
+  CorpusLatency words, subwords;
+};
+
+StreamLatency stream_latency(const std::vector<StreamedLine>& results, const std::vector<std::string>& lines,
+                             const std::vector<std::string>& references, const Tokenizer& target) {
+  StreamLatency out;
+  std::vector<LatencyInstance> words, subwords;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    SimulEvalRecord record;
+    record.index = static_cast<int64_t>(i);
+    for (const auto& w : r.words) record.prediction += (record.prediction.empty() ? "" : " ") + w;
+    record.delays = r.word_delays;
+    record.elapsed.assign(r.word_delays.size(), 0.0);  // text input: SimulEval's text instances write 0
+    record.prediction_length = static_cast<int64_t>(r.words.size());
+    record.reference = references.empty() ? "" : references[i];
+    record.source = lines[i];
+    record.source_length = r.source_words;
+    out.records.push_back(record);
+    if (r.source_tokens == 0) continue;  // a blank line: nothing streamed
+    LatencyInstance w{std::vector<double>(r.word_delays.begin(), r.word_delays.end()),
+                      static_cast<double>(r.source_words), -1};
+    LatencyInstance s{std::vector<double>(r.delays.begin(), r.delays.end()), static_cast<double>(r.source_tokens), -1};
+    if (!references.empty()) {
+      w.reference_length = simuleval_reference_words(references[i]);
+      s.reference_length = static_cast<double>(target.encode(references[i]).size());
+    }
+    words.push_back(std::move(w));
+    subwords.push_back(std::move(s));
+  }
+  out.words = corpus_latency(words);
+  out.subwords = corpus_latency(subwords);
+  return out;
+}
+
+std::string format_latency(const LatencyScores& scores) {
+  std::string line;
+  for (const auto& [name, value] : latency_fields(scores)) line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", name, value);
+  return line;
+}
+
+nlohmann::json latency_json(const CorpusLatency& c) {
+  nlohmann::json j = {{"scored", c.scored}};
+  for (const auto& [name, value] : latency_fields(c.mean)) j[name] = value;
+  return j;
+}
+
+struct StreamingOutputs {
+  std::string output, delays, stats, simuleval_dir, reference;
+};
+
 // Streaming decoding (decoding/streaming.h): the translations, the delays file and the latency.
 void translate_streaming(StepModel& model, const LoadedModel& loaded, const std::vector<std::string>& lines,
-                         const TranslateOptions& options, int lookahead, const std::string& output,
-                         const std::string& delays_file, const std::string& stats_file) {
+                         const TranslateOptions& options, int lookahead, int wait_k, const StreamingOutputs& to) {
   StreamingOptions streaming;
   streaming.search = options.search;
   streaming.lookahead = lookahead;
+  streaming.wait_k = wait_k;
   streaming.workers = options.workers;
   streaming.max_source_tokens = options.max_source_tokens;
+  const auto references = to.reference.empty() ? std::vector<std::string>{}
+                                               : read_guide_lines("--reference", to.reference, lines.size());
   if (options.search.beam_size > 1) spdlog::info("[decode] streaming decodes greedily (decode.beam_size {} not used)", options.search.beam_size);
   const auto start = std::chrono::steady_clock::now();
   const auto results = stream_lines(model, loaded.tokenizers, lines, streaming);
@@ -148,17 +206,28 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
   }
   const double mean_lagging = sentences ? lagging / static_cast<double>(sentences) : 0;
   const double mean_source = sentences ? source_tokens / static_cast<double>(sentences) : 0;
-  spdlog::info("[decode] streaming, lookahead {}: {} sentences, average lagging {:.2f} source subwords "
+  spdlog::info("[decode] streaming, {}: {} sentences, average lagging {:.2f} source subwords "
                "(full-sentence decoding waits for all {:.2f}), {:.1f} s",
-               lookahead, sentences, mean_lagging, mean_source, seconds);
-  write_output(output, text);
-  if (!delays_file.empty()) write_file_atomic(delays_file, delays);
-  if (!stats_file.empty()) {
+               wait_k > 0 ? fmt::format("wait-{}", wait_k) : fmt::format("lookahead {}", lookahead), sentences,
+               mean_lagging, mean_source, seconds);
+  const auto latency = stream_latency(results, lines, references, *loaded.tokenizers.tgt);
+  const char* lengths = references.empty() ? " (no --reference: |y| is the output's length)" : "";
+  spdlog::info("[decode] latency in words as SimulEval scores it, {} sentences{}: {}", latency.words.scored, lengths,
+               format_latency(latency.words.mean));
+  spdlog::info("[decode] latency in subwords: {}", format_latency(latency.subwords.mean));
+  write_output(to.output, text);
+  if (!to.delays.empty()) write_file_atomic(to.delays, delays);
+  if (!to.simuleval_dir.empty()) write_simuleval_dir(to.simuleval_dir, latency.records);
+  if (!to.stats.empty()) {
     const nlohmann::json j = {{"sentences", sentences},      {"target_tokens", target_tokens},
                               {"seconds", seconds},          {"streaming", true},
-                              {"lookahead", lookahead},      {"average_lagging", mean_lagging},
-                              {"mean_source_tokens", mean_source}, {"threads", torch::get_num_threads()}};
-    write_file_atomic(stats_file, j.dump() + "\n");
+                              {"lookahead", lookahead},      {"wait_k", wait_k},
+                              {"average_lagging", mean_lagging},
+                              {"mean_source_tokens", mean_source}, {"threads", torch::get_num_threads()},
+                              {"latency", {{"words", latency_json(latency.words)},
+                                           {"subwords", latency_json(latency.subwords)},
+                                           {"reference", !references.empty()}}}};
+    write_file_atomic(to.stats, j.dump() + "\n");
   }
 }
 
@@ -189,8 +258,10 @@ struct TranslateArgs {
   std::vector<std::string> models;
   std::vector<double> weights;
   std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores, delays;
+  std::string reference, simuleval_dir;
   bool streaming = false, profile = false;
   int lookahead = 0;
+  int wait_k = 0;
 };
 
 // --model (several: an ensemble, checked against --weights and for one vocabulary), each with the
@@ -238,8 +309,14 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
   TranslateOptions options = translate_options(dc);
   options.search.return_attention = !o.attention_out.empty();
   options.progress_label = "[translate]";
-  if (!o.streaming && (o.lookahead != 0 || !o.delays.empty())) {
-    throw InputError(std::string(o.lookahead != 0 ? "--lookahead" : "--delays") + ": only with --streaming");
+  for (const auto& [flag, given] : std::vector<std::pair<std::string, bool>>{
+           {"--lookahead", o.lookahead != 0}, {"--wait-k", o.wait_k != 0}, {"--delays", !o.delays.empty()},
+           {"--reference", !o.reference.empty()}, {"--simuleval-dir", !o.simuleval_dir.empty()}}) {
+    if (given && !o.streaming) throw InputError(flag + ": only with --streaming");
+  }
+  if (o.wait_k != 0 && o.lookahead != 0) throw InputError("--lookahead: not with --wait-k (wait-k reads by its own schedule)");
+  if (!o.simuleval_dir.empty() && o.reference.empty()) {
+    throw InputError("--simuleval-dir: needs --reference (SimulEval's AL, LAAL and AP use the reference's length)");
   }
   if (o.streaming) {
     check_streaming(members, {o.prefix.empty() ? "" : "--prefix", o.constraints.empty() ? "" : "--constraints",
@@ -248,12 +325,14 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
                               dc.mbr != "none" ? "--mbr" : "",
                               dc.min_length > 0 ? "--min-length" : "",
                               dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : "",
-                              dc.search_rules != "attnmt" ? "--search-rules" : ""});
+                              dc.search_rules != "attnmt" ? "--search-rules" : ""},
+                    o.wait_k);
   }
   const auto lines = read_lines(o.input.empty() ? "-" : o.input);
   if (o.streaming) {
     auto step_model = make_step_model(loaded.model, dc, loaded.lexicon);
-    translate_streaming(*step_model, loaded, lines, options, o.lookahead, o.output, o.delays, o.stats);
+    translate_streaming(*step_model, loaded, lines, options, o.lookahead, o.wait_k,
+                        {o.output, o.delays, o.stats, o.simuleval_dir, o.reference});
     return;
   }
   const auto guides = read_line_guides(o.prefix, o.constraints, lines.size(), dc);
@@ -315,12 +394,23 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
   cmd->add_flag("--streaming", o->streaming,
                "Simultaneous decoding: read the source token by token, write as soon as the monotonic head allows "
                "(model.attention.type " + attention_names_with(&AttentionTraits::streams) +
-                   ", decoding hard; greedy); logs the average lagging");
+                   ", decoding hard; greedy) or, with --wait-k, by the wait-k schedule (any model); logs the latency "
+                   "(AL, LAAL, AP, DAL, ATD as SimulEval computes them)");
   cmd->add_option("--lookahead", o->lookahead,
                   "--streaming: source tokens to read past the head's stop before writing (a large value = wait for the whole sentence)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--wait-k", o->wait_k,
+                  "--streaming: the wait-k policy (STACL) for any model: read K source tokens, then write one and "
+                  "read one in turn (instead of the monotonic head's stops)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--delays", o->delays,
                   "--streaming: write 'average lagging<TAB>source tokens read at each target token' per line");
+  cmd->add_option("--reference", o->reference,
+                  "--streaming: the reference translations, a line per input line: AL, LAAL and AP take their "
+                  "lengths (SimulEval's definitions)");
+  cmd->add_option("--simuleval-dir", o->simuleval_dir,
+                  "--streaming: write SimulEval's instances.log and config.yaml there (delays in words), for "
+                  "`simuleval --score-only --output DIR`; needs --reference");
   const auto settings = add_decode_flags(
       cmd, {{"decode.beam_size"}, {"decode.n_best", "written as 'line ||| text ||| score'"}, {"decode.batch_size"},
             {"decode.length_penalty"}, {"decode.coverage_penalty"}, {"decode.max_length_ratio"}, {"threads"},

@@ -12,8 +12,14 @@
 // the prefix is encoded again and the target tokens written so far are replayed (teacher-forced);
 // the written tokens never change. With lookahead >= the source length the policy reads
 // everything first: the output is then greedy search's on the whole sentence.
+// wait-k (Ma et al., 2019, STACL, 3.2, at test time), for any model: read k source tokens, then
+// write one and read one in turn; target token t is decided from the prefix x_1..x_{min(k+t-1,|x|)}
+// (re-encoded after each read and the written tokens replayed, as above), so the step that writes
+// it never sees a token right of k + t - 1.
+// An end of sentence before the whole source is read reads one more token instead; with k >= |x|
+// the output is greedy search's on the whole sentence.
 // Latency: average lagging (Ma et al., 2019, STACL, eq. 4) over the source subwords read when each
-// target subword is written.
+// target subword is written; SimulEval's metrics in eval/latency.h.
 #pragma once
 #include <torch/torch.h>
 
@@ -29,6 +35,7 @@ namespace attnmt {
 struct StreamingOptions {
   SearchOptions search;  // max_length_ratio, max_length bound the output (as greedy search's)
   int lookahead = 0;     // source tokens read past the head's stop before a token is written
+  int wait_k = 0;        // > 0: the wait-k policy with this k (any attention); 0: the hard head's policy
   int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
 };
@@ -40,8 +47,8 @@ struct StreamedSentence {
   bool finished = true;         // false when cut at the maximum length
 };
 
-// One sentence's stream: source = its token ids without eos. The model's attention must stop
-// hard (StepResult::attention all zero = nothing to stop at in what was read).
+// One sentence's stream: source = its token ids without eos. Without wait_k, the model's attention
+// must stop hard (StepResult::attention all zero = nothing to stop at in what was read).
 StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options);
 
 // AL = 1/tau sum_{t=1}^{tau} (g(t) - (t - 1) |x| / |y|), tau = the first t with g(t) = |x| (or
@@ -53,6 +60,11 @@ struct StreamedLine {
   std::vector<int64_t> delays;  // as StreamedSentence
   int64_t source_tokens = 0;
   double lagging = 0;           // average_lagging
+  // The same stream in words, as SimulEval scores text (eval/simuleval_log.h, word_delays): the
+  // whitespace words of `text`, each with the source words read when its last subword was written.
+  std::vector<std::string> words;
+  std::vector<int64_t> word_delays;
+  int64_t source_words = 0;     // whitespace words of the source line (as streamed, if truncated)
 };
 
 // stream_sentence over each line (tokenized here), sentences spread over workers.

@@ -51,6 +51,7 @@ class CopyModel : public StepModel {
     }
     if (early_eos_ && !complete) token = eos_id();
     r.logits[0][token] = 5.0;
+    seen.emplace_back(s.t, complete ? S - 1 : S);
     ++s.t;
     ++steps;
     (void)want_attention;
@@ -60,6 +61,7 @@ class CopyModel : public StepModel {
   int64_t eos_id() const override { return 3; }
   torch::Device device() const override { return torch::kCPU; }
   int64_t starts = 0, steps = 0;
+  std::vector<std::pair<int64_t, int64_t>> seen;  // per step: (target position, source tokens visible)
   static constexpr int64_t kVocab = 20;
 
  private:
@@ -96,6 +98,39 @@ TEST_CASE("streaming: a token is written once the head stops inside what was rea
     REQUIRE(out.delays == expected);
     REQUIRE(out.source_tokens == 5);
   }
+}
+
+TEST_CASE("wait-k: target token t is decoded from exactly min(k + t - 1, |x|) source tokens", "[streaming]") {
+  const std::vector<int64_t> source = {10, 11, 12, 13, 14};
+  for (const int k : {1, 2, 3, 5, 10}) {
+    CopyModel model;
+    StreamingOptions options;
+    options.wait_k = k;
+    const auto out = stream_sentence(model, source, options);
+    INFO("k " << k);
+    REQUIRE(out.tokens == source);
+    std::vector<int64_t> expected;
+    for (int64_t t = 1; t <= 5; ++t) expected.push_back(std::min<int64_t>(5, k + t - 1));
+    REQUIRE(out.delays == expected);
+    // The step that decided token t (the first at position t; later ones replay it after a read)
+    // saw g(t) source tokens, never one more: the attention had nothing right of k + t - 1 to weigh.
+    std::vector<int64_t> first_seen(6, -1);
+    for (const auto& [t, visible] : model.seen) {
+      if (first_seen[static_cast<size_t>(t)] < 0) first_seen[static_cast<size_t>(t)] = visible;
+    }
+    for (int64_t t = 0; t < 5; ++t) CHECK(first_seen[static_cast<size_t>(t)] == expected[static_cast<size_t>(t)]);
+    // A prefix encoding per read: k tokens first, then one per written token until all are read.
+    CHECK(model.starts == 1 + (5 - std::min(k, 5)));
+  }
+}
+
+TEST_CASE("wait-k: an end of sentence before the source ends reads on", "[streaming]") {
+  CopyModel model(/*early_eos=*/true);
+  StreamingOptions options;
+  options.wait_k = 1;
+  const auto out = stream_sentence(model, {10, 11, 12}, options);
+  REQUIRE(out.tokens == std::vector<int64_t>{10, 11, 12});
+  REQUIRE(out.delays == std::vector<int64_t>{3, 3, 3});
 }
 
 TEST_CASE("streaming: an end of sentence before the source ends reads on", "[streaming]") {
@@ -193,4 +228,59 @@ TEST_CASE("streaming real models: waiting for the whole source equals greedy sea
       }
     }
   }
+}
+
+TEST_CASE("wait-k on real models of any attention: k >= |x| equals greedy search", "[streaming]") {
+  bool differs = false;  // over all models: wait-1 is not full-sentence decoding
+  for (const std::string attention : {"luong_general", "bahdanau"}) {
+    for (const bool bidirectional : {true, false}) {
+      {
+        INFO(attention << (bidirectional ? ", bidirectional" : ", unidirectional"));
+        torch::manual_seed(43);
+        ModelConfig config;
+        config.embedding_size = 8;
+        config.encoder.hidden_size = 6;
+        config.encoder.bidirectional = bidirectional;
+        config.decoder.hidden_size = 12;
+        config.encoder.layers = config.decoder.layers = 1;
+        config.attention.type = attention;
+        VocabSizes vocab;
+        vocab.src = 20;
+        vocab.tgt = 20;
+        Seq2Seq model(config, vocab);
+        model->eval();
+        Seq2SeqStepModel step_model(model);
+        SearchOptions search;
+        search.beam_size = 1;
+        search.max_length_ratio = 1.5;
+        for (int64_t n : {1, 4, 7}) {
+          auto ids = torch::randint(4, 20, {n}, torch::kLong);
+          std::vector<int64_t> source(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + n);
+          auto src = torch::cat({ids, torch::full({1}, step_model.eos_id(), torch::kLong)}).view({1, n + 1});
+          const auto greedy = greedy_search(step_model, src, torch::full({1}, n + 1, torch::kLong), search);
+          StreamingOptions options;
+          options.search = search;
+          options.wait_k = static_cast<int>(n);
+          INFO("n " << n);
+          for (const int k : {static_cast<int>(n), static_cast<int>(n) + 3}) {
+            options.wait_k = k;
+            const auto waited = stream_sentence(step_model, source, options);
+            REQUIRE(waited.tokens == greedy[0][0].tokens);
+            REQUIRE(waited.finished == greedy[0][0].finished);
+            for (auto d : waited.delays) REQUIRE(d == n);
+          }
+          options.wait_k = 1;
+          const auto streamed = stream_sentence(step_model, source, options);
+          for (size_t t = 0; t < streamed.delays.size(); ++t) {
+            // one read per written token at least (more where an early end of sentence read on)
+            REQUIRE(streamed.delays[t] >= std::min<int64_t>(n, 1 + static_cast<int64_t>(t)));
+            if (t > 0) REQUIRE(streamed.delays[t] >= std::min<int64_t>(n, streamed.delays[t - 1] + 1));
+            REQUIRE(streamed.delays[t] <= n);
+          }
+          differs = differs || streamed.tokens != greedy[0][0].tokens;
+        }
+      }
+    }
+  }
+  CHECK(differs);  // wait-1 decodes from prefixes: not the full-sentence output
 }

@@ -3,11 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "eval/latency.h"
 #include "eval/metrics.h"
+#include "eval/simuleval_log.h"
 #include "program.h"
 #include "util/text_io.h"
 
@@ -266,8 +269,19 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
   INFO(waited.output);
   REQUIRE(waited.status == 0);
   REQUIRE(attnmt::read_lines((dir / "waited.en").string()) == attnmt::read_lines((dir / "greedy.en").string()));
+  // So is wait-k with k past every line's length (--hard-decode false: wait-k takes any attention).
+  auto wait_all = run("translate" + model + " --streaming --wait-k 1000 --hard-decode false --output " +
+                      (dir / "wait_all.en").string());
+  INFO(wait_all.output);
+  REQUIRE(wait_all.status == 0);
+  REQUIRE(wait_all.output.find("wait-1000") != std::string::npos);
+  auto greedy_soft = run("translate" + model + " --beam-size 1 --hard-decode false --output " + (dir / "greedy_soft.en").string());
+  REQUIRE(greedy_soft.status == 0);
+  REQUIRE(attnmt::read_lines((dir / "wait_all.en").string()) == attnmt::read_lines((dir / "greedy_soft.en").string()));
+  const std::string ref = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.en";
   auto streamed = run("translate" + model + " --streaming --output " + (dir / "streamed.en").string() + " --delays " +
-                      (dir / "delays.tsv").string() + " --stats " + (dir / "stats.json").string());
+                      (dir / "delays.tsv").string() + " --stats " + (dir / "stats.json").string() +
+                      " --reference " + ref + " --simuleval-dir " + (dir / "simuleval").string());
   INFO(streamed.output);
   REQUIRE(streamed.status == 0);
   REQUIRE(streamed.output.find("average lagging") != std::string::npos);
@@ -289,12 +303,52 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
   }
   const auto stats = nlohmann::json::parse(attnmt::read_file((dir / "stats.json").string()));
   REQUIRE(stats.at("average_lagging").get<double>() == Approx(mean).margin(1e-3));
+  // SimulEval's output directory: a record per line, delays in words (one per output word, within
+  // the source's words), and the figures attnmt printed are those of the log it wrote.
+  REQUIRE(attnmt::read_file((dir / "simuleval" / "config.yaml").string()) == "source_type: text\ntarget_type: text\n");
+  const auto records = attnmt::read_lines((dir / "simuleval" / "instances.log").string());
+  REQUIRE(records.size() == lines.size());
+  const auto streamed_lines = attnmt::read_lines((dir / "streamed.en").string());
+  const auto references = attnmt::read_lines(ref);
+  std::vector<attnmt::LatencyInstance> logged;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto r = attnmt::parse_simuleval_line(records[i], "instances.log");
+    INFO(records[i]);
+    CHECK(r.index == static_cast<int64_t>(i));
+    std::istringstream source(lines[i]), output(streamed_lines[i]);
+    std::vector<std::string> source_words{std::istream_iterator<std::string>(source), {}};
+    std::vector<std::string> output_words{std::istream_iterator<std::string>(output), {}};
+    CHECK(r.source_length == static_cast<int64_t>(source_words.size()));
+    CHECK(r.prediction_length == static_cast<int64_t>(output_words.size()));
+    CHECK(r.delays.size() == output_words.size());
+    CHECK(r.elapsed.size() == output_words.size());
+    CHECK(r.reference == references[i]);
+    int64_t previous = 1;
+    for (int64_t d : r.delays) {
+      CHECK(d >= previous);
+      CHECK(d <= r.source_length);
+      previous = d;
+    }
+    logged.push_back(attnmt::latency_instance(r));
+  }
+  const auto scored = attnmt::corpus_latency(logged);
+  const auto& printed = stats.at("latency").at("words");
+  CHECK(printed.at("scored").get<size_t>() == scored.scored);
+  for (const auto& [name, value] : attnmt::latency_fields(scored.mean)) {
+    INFO(name);
+    CHECK(printed.at(name).get<double>() == Approx(value).margin(1e-9));
+  }
+  CHECK(stats.at("latency").at("subwords").at("scored").get<size_t>() == scored.scored);
   // What streaming cannot do: one line each, exit 2.
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
            {" --lookahead 2", "only with --streaming"},
            {" --streaming --hard-decode false", "hard_decode: false"},
            {" --streaming --n-best 2", "not with --n-best"},
-           {" --streaming --min-length 3", "not with --min-length"}}) {
+           {" --streaming --min-length 3", "not with --min-length"},
+           {" --reference " + ref, "--reference: only with --streaming"},
+           {" --wait-k 2", "--wait-k: only with --streaming"},
+           {" --streaming --wait-k 2 --lookahead 1", "not with --wait-k"},
+           {" --streaming --simuleval-dir " + (dir / "x").string(), "needs --reference"}}) {
     auto r = run("translate" + model + flags);
     INFO(flags << ": " << r.output);
     REQUIRE(r.status == 2);
