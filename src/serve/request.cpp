@@ -78,8 +78,9 @@ json parse_json_body(const std::string& body) {
 ModelRequest parse_v1_request(const json& body, const std::vector<ModelChoice>& models, const RequestLimits& limits) {
   if (!body.is_object()) throw HttpError{400, "expected an object {\"text\": [...], ...}"};
   for (const auto& [key, value] : body.items()) {
-    if (key != "model" && key != "text" && key != "beam_size" && key != "n_best" && key != "attention") {
-      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, beam_size, n_best, attention)"};
+    if (key != "model" && key != "text" && key != "beam_size" && key != "n_best" && key != "attention" &&
+        key != "stream") {
+      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, beam_size, n_best, attention, stream)"};
     }
   }
   ModelRequest request;
@@ -99,6 +100,18 @@ ModelRequest parse_v1_request(const json& body, const std::vector<ModelChoice>& 
   if (body.contains("attention")) {
     if (!body["attention"].is_boolean()) throw HttpError{400, "attention: expected true or false"};
     request.attention = body["attention"].get<bool>();
+  }
+  if (body.contains("stream")) {
+    if (!body["stream"].is_boolean()) throw HttpError{400, "stream: expected true or false"};
+    request.stream = body["stream"].get<bool>();
+  }
+  if (request.stream && request.sentences.size() != 1) {
+    // A person at a keyboard waits for one sentence; the events name no sentence.
+    throw HttpError{400, "stream: text must hold exactly one sentence (it has " +
+                             std::to_string(request.sentences.size()) + "); send one request per sentence"};
+  }
+  if (request.stream && !model.no_stream.empty()) {
+    throw HttpError{400, "stream: model '" + model.name + "' cannot stream its words: " + model.no_stream};
   }
   return request;
 }

@@ -24,6 +24,7 @@ struct ModelChoice {
   std::string name;
   int beam_size = 5;
   int n_best = 1;
+  std::string no_stream;  // why its words cannot be streamed as they are decided ("" = they can)
 };
 
 // One model's share of a request: its sentences, where they go in the answer, and the options.
@@ -34,12 +35,15 @@ struct ModelRequest {
   int beam_size = 5;
   int n_best = 1;
   bool attention = false;
+  bool stream = false;  // answer as server-sent events, words as they are decided (one sentence)
 };
 
 // The body as JSON: 400 naming the byte where it is not UTF-8, or where it is not JSON.
 nlohmann::json parse_json_body(const std::string& body);
 
-// POST /v1/translate: {"model"?, "text": [...], "beam_size"?, "n_best"?, "attention"?}.
+// POST /v1/translate: {"model"?, "text": [...], "beam_size"?, "n_best"?, "attention"?, "stream"?}.
+// With "stream": true, text holds one sentence, and the model must be one whose words can be
+// streamed (ModelChoice::no_stream empty).
 ModelRequest parse_v1_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
                               const RequestLimits& limits);
 

@@ -420,3 +420,90 @@ TEST_CASE("Beams: back-pointers give each finished hypothesis its own tokens and
   CHECK(p.attention.empty());
   CHECK_THROWS(plain.advance({0, 0}, {1}, {0.0}, {}));
 }
+
+namespace {
+
+// A batch of 6 sentences of different lengths and words for HashModel (step_models.h).
+std::pair<torch::Tensor, torch::Tensor> hash_batch() {
+  const std::vector<int64_t> len = {3, 7, 5, 9, 2, 6};
+  auto src = torch::zeros({6, 9}, torch::kLong);
+  for (int64_t b = 0; b < 6; ++b) {
+    for (int64_t j = 0; j < len[b]; ++j) src[b][j] = 4 + (b * 7 + j * 3) % 11;
+  }
+  return {src, torch::tensor(len, torch::kLong)};
+}
+
+bool is_prefix(const std::vector<int64_t>& prefix, const std::vector<int64_t>& of) {
+  return prefix.size() <= of.size() && std::equal(prefix.begin(), prefix.end(), of.begin());
+}
+
+}  // namespace
+
+TEST_CASE("decided output: what search tells a watch only grows, begins every hypothesis returned, and changes nothing",
+          "[search][watch]") {
+  const auto [src, len] = hash_batch();
+  // Early ends (hypotheses finish at different steps, so that the best is often one finished
+  // while other beams live on) and late ones (most run to the maximum length).
+  for (const double eos_offset : {0.5, -3.0}) {
+    HashModel model(12, eos_offset, 0.3);
+    for (const int beam : {1, 2, 5}) {
+      SearchOptions o;
+      o.beam_size = beam;
+      o.n_best = beam;
+      o.length_penalty = 1.0;
+      const auto plain = search(model, src, len, o);
+      std::vector<std::vector<std::vector<int64_t>>> told(6);
+      Guides guides(6);
+      for (size_t b = 0; b < 6; ++b) {
+        guides[b].watch = [&told, b](const std::vector<int64_t>& decided) {
+          told[b].push_back(decided);
+          return true;
+        };
+      }
+      const auto watched = search(model, src, len, o, guides);
+      for (size_t b = 0; b < 6; ++b) {
+        INFO("eos offset " << eos_offset << ", beam " << beam << ", sentence " << b);
+        REQUIRE(watched[b].size() == plain[b].size());
+        for (size_t k = 0; k < plain[b].size(); ++k) {
+          CHECK(watched[b][k].tokens == plain[b][k].tokens);
+          CHECK(watched[b][k].score == plain[b][k].score);
+        }
+        REQUIRE(!told[b].empty());
+        for (size_t s = 1; s < told[b].size(); ++s) CHECK(is_prefix(told[b][s - 1], told[b][s]));
+        for (const auto& h : plain[b]) CHECK(is_prefix(told[b].back(), h.tokens));
+        if (beam == 1) {  // greedy: every token is decided as it is chosen
+          CHECK(told[b].back().size() + 1 >= plain[b][0].tokens.size());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("decided output: a watch that says stop takes its sentence out, the others decode as without it",
+          "[search][watch]") {
+  const auto [src, len] = hash_batch();
+  HashModel model(12, -3.0, 0.3);
+  for (const int beam : {1, 4}) {
+    SearchOptions o;
+    o.beam_size = beam;
+    o.n_best = beam == 1 ? 1 : 2;
+    const auto plain = search(model, src, len, o);
+    Guides guides(6);
+    int steps = 0;
+    guides[3].watch = [&steps](const std::vector<int64_t>&) { return ++steps < 3; };
+    const auto out = search(model, src, len, o, guides);
+    INFO("beam " << beam);
+    CHECK(steps == 3);        // not asked again once it said stop
+    CHECK(out[3].empty());    // no hypothesis for the stopped sentence
+    for (size_t b : {0, 1, 2, 4, 5}) {
+      REQUIRE(out[b].size() == plain[b].size());
+      for (size_t k = 0; k < plain[b].size(); ++k) CHECK(out[b][k].tokens == plain[b][k].tokens);
+    }
+  }
+  // Searches that cannot say what is decided refuse a watch rather than ignore it.
+  SearchOptions sampling;
+  sampling.sampling = true;
+  Guides one(1);
+  one[0].watch = [](const std::vector<int64_t>&) { return true; };
+  CHECK_THROWS(search(model, source(1), lengths(1), sampling, one));
+}

@@ -14,7 +14,8 @@
 
 namespace {
 
-const std::vector<attnmt::ModelChoice> kModels = {{"tiny", 5, 1}, {"100", 3, 2}};
+const std::vector<attnmt::ModelChoice> kModels = {
+    {"tiny", 5, 1, ""}, {"100", 3, 2, ""}, {"onmt", 5, 1, "it decodes with decode.search_rules opennmt"}};
 const attnmt::RequestLimits kLimits = {/*max_request_sentences=*/40, /*max_sentence_bytes=*/512,
                                        /*max_beam_size=*/8};
 
@@ -31,6 +32,8 @@ void check(const attnmt::ModelRequest& r) {
     if (s.size() > kLimits.max_sentence_bytes) std::abort();
   }
   if (r.beam_size < 1 || r.beam_size > kLimits.max_beam_size || r.n_best < 1 || r.n_best > r.beam_size) std::abort();
+  // A streamed request is one sentence, for a model that can stream its words.
+  if (r.stream && (r.sentences.size() != 1 || !kModels[r.model].no_stream.empty())) std::abort();
 }
 
 }  // namespace
