@@ -55,13 +55,14 @@ namespace {
 std::function<SentenceGuide(size_t)> encode_guides(const LineGuides& guides, const Tokenizers& tokenizers,
                                                    const std::vector<std::vector<int>>& encoded,
                                                    const std::vector<size_t>& order, const SearchOptions& search) {
-  auto prefixes = std::make_shared<std::vector<std::vector<int64_t>>>(guides.prefixes.size());
+  auto prefixes = std::make_shared<std::vector<std::vector<int64_t>>>(std::max(guides.prefixes.size(), guides.prefix_ids.size()));
   auto watches = std::make_shared<std::vector<DecidedWatch>>(guides.watches);
   auto constraints = std::make_shared<std::vector<Phrases>>(guides.constraints.size());
   for (size_t i : order) {
     if (!guides.prefixes.empty()) {
       for (int id : tokenizers.tgt->encode(guides.prefixes[i])) (*prefixes)[i].push_back(id);
     }
+    if (!guides.prefix_ids.empty()) (*prefixes)[i] = guides.prefix_ids[i];
     if (guides.constraints.empty()) continue;
     int64_t tokens = 0;
     for (const auto& phrase : guides.constraints[i]) {
@@ -116,6 +117,8 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     }
   };
   check_lines(guides.prefixes.size(), "--prefix");
+  check_lines(guides.prefix_ids.size(), "prefix ids");
+  if (!guides.prefixes.empty() && !guides.prefix_ids.empty()) throw InputError("prefixes: as text or as ids, not both");
   check_lines(guides.constraints.size(), "--constraints");
   check_lines(guides.watches.size(), "watches");
   if (!guides.watches.empty() && (options.search.rules != SearchRules::attnmt || options.search.sampling ||
@@ -123,8 +126,9 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     throw InputError("words as they are decided: greedy or beam search under decode.search_rules attnmt only, "
                      "without sampling, MBR or constraints");
   }
-  if (options.search.rules != SearchRules::attnmt && (!guides.prefixes.empty() || !guides.constraints.empty())) {
-    throw InputError(std::string(guides.prefixes.empty() ? "constraints" : "target prefixes") +
+  const bool prefixed = !guides.prefixes.empty() || !guides.prefix_ids.empty();
+  if (options.search.rules != SearchRules::attnmt && (prefixed || !guides.constraints.empty())) {
+    throw InputError(std::string(!prefixed ? "constraints" : "target prefixes") +
                      ": not with decode.search_rules " +
                      search_rules_name(options.search.rules) + " (attnmt's rules only)");
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "decoding/alternatives.h"
 #include "serve/access.h"
 #include "serve/connection.h"
 #include "serve/page.h"
@@ -66,7 +67,7 @@ json error_body(const std::string& path, const std::string& message) {
 
 // Why a model's words cannot be streamed as they are decided ("" = they can): only greedy and beam
 // search under attnmt's rules say which words are decided (serve/word_stream.h).
-std::string no_stream_reason(const TranslateOptions& t) {
+std::string not_interactive_reason(const TranslateOptions& t) {
   if (t.search.rules != SearchRules::attnmt) {
     return "it decodes with decode.search_rules " + search_rules_name(t.search.rules) + " (attnmt's rules only)";
   }
@@ -78,7 +79,7 @@ std::string no_stream_reason(const TranslateOptions& t) {
 std::vector<ModelChoice> model_choices(const std::vector<ServedModel>& models) {
   std::vector<ModelChoice> choices;
   for (const auto& m : models) {
-    choices.push_back({m.name, m.defaults.search.beam_size, m.defaults.search.n_best, no_stream_reason(m.defaults)});
+    choices.push_back({m.name, m.defaults.search.beam_size, m.defaults.search.n_best, not_interactive_reason(m.defaults)});
   }
   return choices;
 }
@@ -316,6 +317,38 @@ void v1_translate_stream(const ModelRequest& request, const httplib::Request& ht
       [ended, answered](bool) { answered(*ended == 0 ? 499 : *ended); });
 }
 
+// POST /v1/alternatives (decoding/alternatives.h), decoded on the request's own thread (one
+// forced pass and a batch of k completions): {"model", "prefix": {"text", "pieces"},
+// "alternatives": [{"piece", "log_prob", "prob", "translation": {"text", "score", "log_prob",
+// "tokens"}}, ...k, the most probable first]}. A prefix with no room left: 400.
+json v1_alternatives(const json& body, const std::vector<ServedModel>& models, const ServeOptions& limits) {
+  const auto request = parse_alternatives_request(body, model_choices(models), limits.request_limits());
+  const auto& model = models[request.model];
+  TranslateOptions options = model.defaults;
+  options.search.beam_size = request.beam_size;
+  options.search.n_best = 1;
+  options.search.return_attention = false;
+  options.workers = 1;
+  Alternatives found;
+  try {
+    found = next_alternatives(*model.step, *model.tokenizers, request.text, request.prefix, request.k, options);
+  } catch (const InputError& e) {
+    throw HttpError{400, e.what()};
+  }
+  json list = json::array();
+  for (const auto& a : found.next) {
+    const auto& t = a.completion;
+    list.push_back({{"piece", a.piece},
+                    {"log_prob", a.log_prob},
+                    {"prob", std::exp(a.log_prob)},
+                    {"translation",
+                     {{"text", t.text}, {"score", t.score}, {"log_prob", t.log_prob}, {"tokens", t.target_tokens}}}});
+  }
+  return {{"model", model.name},
+          {"prefix", {{"text", request.prefix}, {"pieces", found.prefix_pieces}}},
+          {"alternatives", list}};
+}
+
 }  // namespace
 
 void serve(const std::vector<ServedModel>& models, const ServeOptions& options, const std::function<void(int)>& ready) {
@@ -391,6 +424,9 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     }
     answered(res.status);
   });
+  server.Post("/v1/alternatives", endpoint("/v1/alternatives", [&](const json& body, const httplib::Request&) {
+                return v1_alternatives(body, models, options);
+              }));
   // The translation page (serve/page.h) and the endpoints it added (serve/page_api.h).
   std::timed_mutex stream_gate;
   server.Get("/", [](const httplib::Request&, httplib::Response& res) {
