@@ -5,7 +5,9 @@ sentence sent streamed and not streamed in turn (A/B alternating, which of the t
 alternating too), so that the machine's other load falls on both alike. Python's standard library only.
   bench_stream.py PORT INPUT [SENTENCES] [BEAM ...]
 Prints a row per beam size: medians (and p90) of the time to the first word event, of the streamed
-answer's whole time (to its done event) and of the answer not streamed, and their ratio."""
+answer's whole time (to its done event) and of the answer not streamed, and their ratio; then the
+time of POST /v1/alternatives (k 5, the served beam) after the first half of each sentence's
+translation, against that of the translation itself."""
 import http.client
 import json
 import statistics
@@ -94,6 +96,33 @@ def main():
         med = statistics.median
         print(f"| {beam} | {len(lines)} | {med(firsts):.1f} / {pct(firsts, 0.9):.1f} | {med(totals):.1f} / {pct(totals, 0.9):.1f} "
               f"| {med(plains):.1f} / {pct(plains, 0.9):.1f} | {med(firsts) / med(plains):.2f} | {med(ratios):.3f} | {wordless} |")
+    alternatives(port, lines)
+
+
+def alternatives(port, lines):
+    times, plains, words = [], [], []
+    for line in lines:
+        p_total, p_data = plain(port, {"text": [line]})
+        text = json.loads(p_data)["translations"][0][0]["text"].split(" ")
+        prefix = " ".join(text[: len(text) // 2])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        start = time.perf_counter()
+        conn.request("POST", "/v1/alternatives", json.dumps({"text": line, "prefix": prefix, "k": 5}),
+                     {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+        times.append((time.perf_counter() - start) * 1000)
+        conn.close()
+        if resp.status != 200:
+            raise SystemExit(f"bench_stream.py: alternatives: status {resp.status}: {data!r}")
+        plains.append(p_total * 1000)
+        words.append(len(line.split()))
+    med = statistics.median
+    print()
+    print("| POST /v1/alternatives, k 5, prefix: half the translation | sentences | source words (p50) | ms (p50 / p90) "
+          "| the translation alone, ms (p50) |")
+    print("|---|---:|---:|---|---:|")
+    print(f"| served beam | {len(lines)} | {med(words):.0f} | {med(times):.1f} / {pct(times, 0.9):.1f} | {med(plains):.1f} |")
 
 
 if __name__ == "__main__":

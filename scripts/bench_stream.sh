@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Streamed answers of `attnmt serve` (POST /v1/translate with "stream": true, docs/serving.md):
 # the time to the first word against the whole answer, streamed and not streamed, one client and
-# one sentence per request, A/B alternating (scripts/bench_stream.py). Starts a server on
-# 127.0.0.1 with THREADS threads (default 2) and one worker, and stops it at the end.
+# one sentence per request, A/B alternating; and the time of POST /v1/alternatives
+# (scripts/bench_stream.py). Starts a server on 127.0.0.1 with THREADS threads (default 2) and one
+# worker, and stops it at the end.
 #   scripts/bench_stream.sh MODEL [INPUT [SENTENCES [BEAM ...]]]
 #   (INPUT default data/multi30k/test_2016_flickr.de.gz; SENTENCES default 100; beams default 1 5)
 set -euo pipefail
