@@ -78,7 +78,7 @@ std::vector<std::vector<Translation>> DecodeSession::translate(const std::vector
       throw InputError(std::string(name) + ": not with decode.search_rules " + dc.search_rules + " (attnmt's rules only)");
     }
   }
-  return translate_lines(*state_->step, state_->loaded.tokenizers, lines, call, LineGuides{prefixes, constraints});
+  return translate_lines(*state_->step, state_->loaded.tokenizers, lines, call, LineGuides{prefixes, {}, constraints, {}});
 }
 
 }  // namespace attnmt

@@ -40,9 +40,28 @@ static std::vector<std::vector<Hypothesis>> search_with_constraints(StepModel& m
   return out;
 }
 
+// Whether a sentence's decided output is watched (SentenceGuide::watch).
+static bool has_watches(const Guides& guides) {
+  return std::any_of(guides.begin(), guides.end(), [](const SentenceGuide& g) { return static_cast<bool>(g.watch); });
+}
+
+// The longest prefix that every sequence of `sequences` begins with.
+static std::vector<int64_t> common_prefix(const std::vector<std::vector<int64_t>>& sequences) {
+  if (sequences.empty()) return {};
+  std::vector<int64_t> prefix = sequences[0];
+  for (const auto& s : sequences) {
+    const auto end = std::mismatch(prefix.begin(), prefix.end(), s.begin(), s.end()).first;
+    prefix.erase(end, prefix.end());
+  }
+  return prefix;
+}
+
 std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,
                                             const torch::Tensor& lengths, const SearchOptions& options,
                                             const Guides& guides) {
+  TORCH_CHECK(!has_watches(guides) || (options.rules == SearchRules::attnmt && !options.sampling && !has_constraints(guides)),
+              "search: a sentence's decided output can be watched in greedy and beam search under attnmt's rules "
+              "only (not with constraints or sampling)");
   if (options.rules != SearchRules::attnmt) return toolkit_search(model, src, lengths, options, guides);
   if (options.sampling) {
     TORCH_CHECK(!has_constraints(guides), "search: constraints need beam or greedy search, not sampling");
@@ -62,6 +81,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
   const int64_t B = src.size(0);
   const auto src_len = to_vector(lengths);
   std::vector<Hypothesis> hyps(B);
+  std::vector<char> stopped(B, 0);  // its watch asked to stop: no hypothesis
   std::vector<int64_t> active(B);  // row -> sentence
   for (int64_t b = 0; b < B; ++b) active[b] = b;
   auto state = model.start(src, lengths);
@@ -101,6 +121,9 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
       if (eos || t + 1 >= max_target_length(src_len[b], options)) {
         h.finished = eos;
         h.score = length_normalised(h, options.length_penalty);
+      } else if (static_cast<size_t>(b) < guides.size() && guides[static_cast<size_t>(b)].watch &&
+                 !guides[static_cast<size_t>(b)].watch(h.tokens)) {
+        stopped[b] = 1;  // leaves the batch now
       } else {
         keep_rows.push_back(static_cast<int64_t>(row));
         keep_sent.push_back(b);
@@ -115,7 +138,9 @@ std::vector<std::vector<Hypothesis>> greedy_search(StepModel& model, const torch
     prev = best_tok;
   }
   std::vector<std::vector<Hypothesis>> out(B);
-  for (int64_t b = 0; b < B; ++b) out[b].push_back(std::move(hyps[b]));
+  for (int64_t b = 0; b < B; ++b) {
+    if (!stopped[b]) out[b].push_back(std::move(hyps[b]));
+  }
   return out;
 }
 
@@ -202,6 +227,20 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, const torch::
       }
       const bool done = at_max || static_cast<int64_t>(finished[b].size()) >= K || live.empty();
       if (done) continue;
+      const DecidedWatch* watch = static_cast<size_t>(b) < guides.size() ? &guides[static_cast<size_t>(b)].watch : nullptr;
+      if (watch && *watch) {
+        // Whatever wins extends a live beam or is finished already: what they all begin with is decided.
+        std::vector<std::vector<int64_t>> candidates_so_far;
+        for (int64_t j : live) {
+          candidates_so_far.push_back(beams.tokens(candidate_row(a, j)));
+          candidates_so_far.back().push_back(candidate_token(a, j));
+        }
+        for (const auto& h : finished[b]) candidates_so_far.push_back(h.tokens);
+        if (!(*watch)(common_prefix(candidates_so_far))) {
+          finished[b].clear();  // leaves the batch now, with no hypothesis
+          continue;
+        }
+      }
       next_active.push_back(b);
       for (int64_t k = 0; k < K; ++k) {
         if (k < static_cast<int64_t>(live.size())) {

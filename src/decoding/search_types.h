@@ -3,6 +3,7 @@
 // length and GNMT's length penalty (Wu et al., 2016, section 7).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,20 @@ struct SearchOptions {
   uint64_t seed = decode_defaults().seed;
 };
 
+// Told, at every step of a sentence's search, the target tokens decided so far: those that every
+// hypothesis that can still be chosen begins with (greedy: its tokens; beam search: the common
+// prefix of the live beams and of the hypotheses finished so far). Returning false stops the
+// sentence's search: it leaves the batch at once, with no hypothesis.
+using DecidedWatch = std::function<bool(const std::vector<int64_t>& decided)>;
+
 // What search is given for each sentence of a batch besides its source.
 struct SentenceGuide {
   std::vector<int64_t> prefix;  // target tokens forced first, then search goes on (no eos)
   // Phrases every output must contain (lexically constrained decoding, constraints.h).
   std::vector<std::vector<int64_t>> constraints;
   uint64_t id = 0;              // the sentence's number in its input: seeds its samples
+  // Greedy and beam search under attnmt's rules call it (search() refuses it with others).
+  DecidedWatch watch;
 };
 
 struct Hypothesis {

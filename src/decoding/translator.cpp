@@ -55,12 +55,14 @@ namespace {
 std::function<SentenceGuide(size_t)> encode_guides(const LineGuides& guides, const Tokenizers& tokenizers,
                                                    const std::vector<std::vector<int>>& encoded,
                                                    const std::vector<size_t>& order, const SearchOptions& search) {
-  auto prefixes = std::make_shared<std::vector<std::vector<int64_t>>>(guides.prefixes.size());
+  auto prefixes = std::make_shared<std::vector<std::vector<int64_t>>>(std::max(guides.prefixes.size(), guides.prefix_ids.size()));
+  auto watches = std::make_shared<std::vector<DecidedWatch>>(guides.watches);
   auto constraints = std::make_shared<std::vector<Phrases>>(guides.constraints.size());
   for (size_t i : order) {
     if (!guides.prefixes.empty()) {
       for (int id : tokenizers.tgt->encode(guides.prefixes[i])) (*prefixes)[i].push_back(id);
     }
+    if (!guides.prefix_ids.empty()) (*prefixes)[i] = guides.prefix_ids[i];
     if (guides.constraints.empty()) continue;
     int64_t tokens = 0;
     for (const auto& phrase : guides.constraints[i]) {
@@ -76,8 +78,9 @@ std::function<SentenceGuide(size_t)> encode_guides(const LineGuides& guides, con
                        std::to_string(room) + " (decode.max_length_ratio, decode.max_length)");
     }
   }
-  return [prefixes, constraints](size_t line) {
+  return [prefixes, constraints, watches](size_t line) {
     SentenceGuide g;
+    if (!watches->empty()) g.watch = (*watches)[line];
     g.id = line;  // seeds the line's samples
     if (!prefixes->empty()) g.prefix = (*prefixes)[line];
     if (!constraints->empty()) g.constraints = (*constraints)[line];
@@ -114,9 +117,18 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     }
   };
   check_lines(guides.prefixes.size(), "--prefix");
+  check_lines(guides.prefix_ids.size(), "prefix ids");
+  if (!guides.prefixes.empty() && !guides.prefix_ids.empty()) throw InputError("prefixes: as text or as ids, not both");
   check_lines(guides.constraints.size(), "--constraints");
-  if (options.search.rules != SearchRules::attnmt && (!guides.prefixes.empty() || !guides.constraints.empty())) {
-    throw InputError(std::string(guides.prefixes.empty() ? "constraints" : "target prefixes") +
+  check_lines(guides.watches.size(), "watches");
+  if (!guides.watches.empty() && (options.search.rules != SearchRules::attnmt || options.search.sampling ||
+                                  options.mbr != "none" || !guides.constraints.empty())) {
+    throw InputError("words as they are decided: greedy or beam search under decode.search_rules attnmt only, "
+                     "without sampling, MBR or constraints");
+  }
+  const bool prefixed = !guides.prefixes.empty() || !guides.prefix_ids.empty();
+  if (options.search.rules != SearchRules::attnmt && (prefixed || !guides.constraints.empty())) {
+    throw InputError(std::string(!prefixed ? "constraints" : "target prefixes") +
                      ": not with decode.search_rules " +
                      search_rules_name(options.search.rules) + " (attnmt's rules only)");
   }

@@ -29,7 +29,11 @@ struct TranslateOptions {
 // What a user may give per input line besides the source, each empty or one entry per line.
 struct LineGuides {
   std::vector<std::string> prefixes;                  // raw target text forced first ("" = none)
+  std::vector<std::vector<int64_t>> prefix_ids;       // or target token ids forced first, as they are
   std::vector<std::vector<std::string>> constraints;  // raw target phrases every output must contain
+  // Each line's output as it is decided (search_types.h); empty functions watch nothing. Greedy
+  // and beam search under attnmt's rules only, without sampling or MBR (InputError otherwise).
+  std::vector<DecidedWatch> watches;
 };
 
 // The decode.* section of a config as options (n-best, beam, penalties, length ratio, batch).

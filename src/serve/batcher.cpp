@@ -13,6 +13,7 @@
 namespace attnmt {
 
 BatchFault batch_fault_for_tests = nullptr;
+StreamStep stream_step_for_tests = nullptr;
 
 bool Pending::wait_until(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -32,6 +33,7 @@ bool Pending::cancelled() const {
 Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits), metrics_(metrics) {
   limits_.max_batch_sentences = std::max<size_t>(1, limits_.max_batch_sentences);
   if (batch_fault_for_tests != nullptr) spdlog::warn("[serve] a test hook may fail batches (serve/batch_fault.h)");
+  if (stream_step_for_tests != nullptr) spdlog::warn("[serve] a test hook slows streamed sentences (serve/batch_fault.h)");
   // As translate does it: on a CPU, batches side by side, each on its share of the threads, beat
   // one batch spread over all of them (a decoder step is many small operations).
   const int threads = at::get_num_threads();
@@ -48,8 +50,9 @@ Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits)
 Batcher::~Batcher() { stop(); }
 
 std::shared_ptr<Pending> Batcher::submit(const ServedModel& model, const RequestOptions& options,
-                                         std::vector<std::string> sentences) {
+                                         std::vector<std::string> sentences, Watcher watcher) {
   auto pending = std::make_shared<Pending>(sentences.size());
+  pending->watcher_ = std::move(watcher);
   if (sentences.empty()) return pending;
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_ || queued_ + sentences.size() > limits_.max_queue_sentences) return nullptr;
@@ -164,14 +167,19 @@ void Batcher::work() {
       if (metrics_) metrics_->queue_depth(queued_);
     }
     if (metrics_) metrics_->batch(items.size());
-    auto outcomes = decode(*model, options, std::move(lines));
+    std::vector<char> stopped(items.size(), 0);
+    const auto watches = watches_of(items, stopped);
+    auto outcomes = decode(*model, options, std::move(lines), watches);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --busy_;
     }
     // Counted before the requests are answered, so that /metrics read after an answer includes it.
     size_t translated = 0;
-    for (const auto& o : outcomes) translated += o.error.empty() ? 1 : 0;
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      translated += outcomes[i].error.empty() && !stopped[i] ? 1 : 0;
+      if (metrics_ && !watches.empty() && watches[i] && !stopped[i]) metrics_->stream_ended(/*client_gone=*/false);
+    }
     if (metrics_) metrics_->sentences(translated);
     for (size_t i = 0; i < items.size(); ++i) {
       auto& p = *items[i].pending;
@@ -182,27 +190,54 @@ void Batcher::work() {
         p.error_ = outcomes[i].error;
         p.input_error_ = outcomes[i].input_error;
       }
-      if (--p.remaining_ == 0) p.done_.notify_all();
+      if (--p.remaining_ == 0) {
+        p.done_.notify_all();
+        if (p.watcher_.done) p.watcher_.done();
+      }
     }
   }
 }
 
+std::vector<DecidedWatch> Batcher::watches_of(const std::vector<Item>& items, std::vector<char>& stopped) {
+  std::vector<DecidedWatch> watches(items.size());
+  bool any = false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& watch = items[i].pending->watcher_.decided;
+    if (!watch) continue;
+    any = true;
+    if (metrics_) metrics_->stream_started();
+    watches[i] = [this, &watch, &stopped, i, sentence = items[i].index](const std::vector<int64_t>& decided) {
+      if (stopped[i]) return false;  // a batch decoded again sentence by sentence: stopped already
+      if (stream_step_for_tests != nullptr) stream_step_for_tests();
+      if (watch(sentence, decided)) return true;
+      stopped[i] = 1;
+      if (metrics_) metrics_->stream_ended(/*client_gone=*/true);  // it leaves its batch now
+      return false;
+    };
+  }
+  if (!any) watches.clear();
+  return watches;
+}
+
 std::vector<Batcher::Outcome> Batcher::decode(const ServedModel& model, const RequestOptions& options,
-                                              std::vector<std::string> lines) {
+                                              std::vector<std::string> lines,
+                                              const std::vector<DecidedWatch>& watches) {
   TranslateOptions t = model.defaults;
   t.search.beam_size = options.beam_size;
   t.search.n_best = options.n_best;
   t.search.return_attention = options.attention;
   t.workers = 1;
   t.progress_label.clear();
-  auto run = [&](const std::vector<std::string>& batch) {
+  auto run = [&](const std::vector<std::string>& batch, LineGuides guides) {
     if (batch_fault_for_tests != nullptr) batch_fault_for_tests(batch);
     t.batch_size = static_cast<int>(batch.size());
-    return translate_lines(*model.step, *model.tokenizers, batch, t);
+    return translate_lines(*model.step, *model.tokenizers, batch, t, guides);
   };
   std::vector<Outcome> out(lines.size());
   try {
-    auto results = run(lines);
+    LineGuides guides;
+    guides.watches = watches;
+    auto results = run(lines, guides);
     for (size_t i = 0; i < lines.size(); ++i) out[i].n_best = std::move(results[i]);
     return out;
   } catch (const std::exception& e) {
@@ -216,7 +251,9 @@ std::vector<Batcher::Outcome> Batcher::decode(const ServedModel& model, const Re
   }
   for (size_t i = 0; i < lines.size(); ++i) {
     try {
-      out[i].n_best = std::move(run({lines[i]})[0]);
+      LineGuides guides;
+      if (!watches.empty()) guides.watches = {watches[i]};
+      out[i].n_best = std::move(run({lines[i]}, guides)[0]);
     } catch (const std::exception& e) {
       out[i].error = e.what();
       out[i].input_error = dynamic_cast<const InputError*>(&e) != nullptr;

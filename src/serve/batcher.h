@@ -9,12 +9,16 @@
 // (Pending::cancel) has its sentences dropped from the queue (counted in the metrics).
 // A batch that fails is decoded again one sentence at a time, so that a sentence that cannot be
 // decoded fails its own request only and the others of its batch are answered.
+// A request may watch its sentences' output as it is decided (SentenceWatch): told at every search
+// step, it may stop its sentence's search, which then leaves its batch at once (the worker is
+// free sooner; metrics count it).
 // The tests' engine can make a batch fail on purpose (serve/batch_fault.h); attnmt's programs cannot.
 #pragma once
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +50,17 @@ struct RequestOptions {
   }
 };
 
+// Told, at each search step of the request's sentence `sentence`, the target tokens decided so
+// far (search_types.h's DecidedWatch); false stops that sentence's search (its client is gone).
+// Called on a batch worker's thread.
+using SentenceWatch = std::function<bool(size_t sentence, const std::vector<int64_t>& decided)>;
+
+// What a request that streams is told while its sentences decode, on a batch worker's thread.
+struct Watcher {
+  SentenceWatch decided;       // at each search step
+  std::function<void()> done;  // once every sentence has its results (or its error)
+};
+
 // One request's sentences on their way through the queue.
 class Pending {
  public:
@@ -67,6 +82,7 @@ class Pending {
   bool cancelled_ = false;
   std::string error_;
   bool input_error_ = false;
+  Watcher watcher_;  // set once, by submit
 };
 
 struct BatcherLimits {
@@ -85,8 +101,10 @@ class Batcher {
   Batcher& operator=(const Batcher&) = delete;
 
   // Queues the sentences; null when the queue has no room for them (or the batcher is stopping).
+  // `watcher` (if set) is told of each sentence's output as it is decided (greedy or beam search
+  // under attnmt's rules, no sampling or MBR: the caller checks the model's), and of the end.
   std::shared_ptr<Pending> submit(const ServedModel& model, const RequestOptions& options,
-                                  std::vector<std::string> sentences);
+                                  std::vector<std::string> sentences, Watcher watcher = {});
   // Refuses new submissions, decodes everything queued, then joins the workers.
   void stop();
   size_t queued() const;
@@ -119,7 +137,12 @@ class Batcher {
     std::string error;
     bool input_error = false;
   };
-  std::vector<Outcome> decode(const ServedModel& model, const RequestOptions& options, std::vector<std::string> lines);
+  // watches: empty, or one per line (empty functions watch nothing).
+  std::vector<Outcome> decode(const ServedModel& model, const RequestOptions& options, std::vector<std::string> lines,
+                              const std::vector<DecidedWatch>& watches);
+  // Per item of a batch: its request's watch of its sentence, counted in the metrics and
+  // recording in stopped[i] whether it stopped the search. Empty when no item is watched.
+  std::vector<DecidedWatch> watches_of(const std::vector<Item>& items, std::vector<char>& stopped);
 
   BatcherLimits limits_;
   ServerMetrics* metrics_;

@@ -77,6 +77,17 @@ void ServerMetrics::queue_depth(size_t n) {
   queue_depth_ = n;
 }
 
+void ServerMetrics::stream_started() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++streams_started_;
+}
+
+void ServerMetrics::stream_ended(bool client_gone) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++streams_ended_;
+  if (client_gone) ++streams_stopped_;
+}
+
 uint64_t ServerMetrics::accepted_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return accepted_;
@@ -114,6 +125,12 @@ std::string ServerMetrics::text() const {
   out += "attnmt_batches_total " + std::to_string(batches_) + "\n";
   out += "# HELP attnmt_queue_sentences Sentences waiting for a batch.\n# TYPE attnmt_queue_sentences gauge\n";
   out += "attnmt_queue_sentences " + std::to_string(queue_depth_) + "\n";
+  out += "# HELP attnmt_streams_decoding Streamed sentences in a running search batch.\n";
+  out += "# TYPE attnmt_streams_decoding gauge\n";
+  out += "attnmt_streams_decoding " + std::to_string(streams_started_ - streams_ended_) + "\n";
+  out += "# HELP attnmt_streams_stopped_total Streamed sentences whose search stopped because the client left.\n";
+  out += "# TYPE attnmt_streams_stopped_total counter\n";
+  out += "attnmt_streams_stopped_total " + std::to_string(streams_stopped_) + "\n";
   out += "# HELP attnmt_batch_sentences Sentences per search batch.\n# TYPE attnmt_batch_sentences histogram\n";
   out += batch_sizes_.text("attnmt_batch_sentences");
   out += "# HELP attnmt_request_seconds Request latency, receipt to answer.\n";

@@ -1,7 +1,8 @@
 // The server's counters for GET /metrics, in Prometheus' text format (version 0.0.4): requests by
 // endpoint and status, requests accepted and answered (equal once the server is idle: a request
 // counted in is answered, even under SIGTERM), requests whose client went away before its answer
-// and the sentences dropped from the queue for them, sentences translated, the queue's depth, and histograms of the batch sizes
+// and the sentences dropped from the queue for them, sentences translated, streamed sentences
+// being decoded and those stopped because their client left, the queue's depth, and histograms of the batch sizes
 // the batcher formed and of request latency. Thread-safe; no LibTorch.
 #pragma once
 #include <cstdint>
@@ -37,6 +38,10 @@ class ServerMetrics {
   void batch(size_t sentences);
   void sentences(size_t n);
   void queue_depth(size_t n);
+  // A streamed sentence (words as they are decided) entered a search batch, and left it: finished,
+  // or stopped because its client went away.
+  void stream_started();
+  void stream_ended(bool client_gone);
   std::string text() const;  // the whole exposition
   uint64_t accepted_count() const;
   uint64_t answered_count() const;
@@ -48,6 +53,7 @@ class ServerMetrics {
   uint64_t sentences_ = 0;
   uint64_t batches_ = 0;
   size_t queue_depth_ = 0;
+  uint64_t streams_started_ = 0, streams_ended_ = 0, streams_stopped_ = 0;
   Histogram batch_sizes_;
   Histogram latency_;
 };

@@ -78,8 +78,9 @@ json parse_json_body(const std::string& body) {
 ModelRequest parse_v1_request(const json& body, const std::vector<ModelChoice>& models, const RequestLimits& limits) {
   if (!body.is_object()) throw HttpError{400, "expected an object {\"text\": [...], ...}"};
   for (const auto& [key, value] : body.items()) {
-    if (key != "model" && key != "text" && key != "beam_size" && key != "n_best" && key != "attention") {
-      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, beam_size, n_best, attention)"};
+    if (key != "model" && key != "text" && key != "beam_size" && key != "n_best" && key != "attention" &&
+        key != "stream") {
+      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, beam_size, n_best, attention, stream)"};
     }
   }
   ModelRequest request;
@@ -99,6 +100,47 @@ ModelRequest parse_v1_request(const json& body, const std::vector<ModelChoice>& 
   if (body.contains("attention")) {
     if (!body["attention"].is_boolean()) throw HttpError{400, "attention: expected true or false"};
     request.attention = body["attention"].get<bool>();
+  }
+  if (body.contains("stream")) {
+    if (!body["stream"].is_boolean()) throw HttpError{400, "stream: expected true or false"};
+    request.stream = body["stream"].get<bool>();
+  }
+  if (request.stream && request.sentences.size() != 1) {
+    // A person at a keyboard waits for one sentence; the events name no sentence.
+    throw HttpError{400, "stream: text must hold exactly one sentence (it has " +
+                             std::to_string(request.sentences.size()) + "); send one request per sentence"};
+  }
+  if (request.stream && !model.not_interactive.empty()) {
+    throw HttpError{400, "stream: model '" + model.name + "' cannot stream its words: " + model.not_interactive};
+  }
+  return request;
+}
+
+AlternativesRequest parse_alternatives_request(const json& body, const std::vector<ModelChoice>& models,
+                                               const RequestLimits& limits) {
+  if (!body.is_object()) throw HttpError{400, "expected an object {\"text\": \"...\", \"prefix\": \"...\", \"k\": N}"};
+  for (const auto& [key, value] : body.items()) {
+    if (key != "model" && key != "text" && key != "prefix" && key != "k" && key != "beam_size") {
+      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, prefix, k, beam_size)"};
+    }
+  }
+  AlternativesRequest request;
+  request.model = find_model(models, body.contains("model") ? body["model"] : json());
+  const auto& model = models[request.model];
+  for (auto [key, field] : {std::pair{"text", &request.text}, std::pair{"prefix", &request.prefix}}) {
+    if (!body.contains(key)) continue;
+    if (!body[key].is_string()) throw HttpError{400, std::string(key) + ": expected a string"};
+    *field = body[key].get<std::string>();
+    if (field->size() > limits.max_sentence_bytes) {
+      throw HttpError{413, std::string(key) + " has " + std::to_string(field->size()) + " bytes (at most " +
+                               std::to_string(limits.max_sentence_bytes) + ")"};
+    }
+  }
+  if (!body.contains("text")) throw HttpError{400, "text: expected a string (the source sentence)"};
+  request.k = int_field(body, "k", request.k, 1, limits.max_beam_size);
+  request.beam_size = int_field(body, "beam_size", model.beam_size, 1, limits.max_beam_size);
+  if (!model.not_interactive.empty()) {
+    throw HttpError{400, "model '" + model.name + "' cannot give alternatives: " + model.not_interactive};
   }
   return request;
 }

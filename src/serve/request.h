@@ -24,6 +24,9 @@ struct ModelChoice {
   std::string name;
   int beam_size = 5;
   int n_best = 1;
+  // Why its search cannot say which words are decided before the end, so that it can neither
+  // stream its words nor give alternatives ("" = it can).
+  std::string not_interactive;
 };
 
 // One model's share of a request: its sentences, where they go in the answer, and the options.
@@ -34,14 +37,32 @@ struct ModelRequest {
   int beam_size = 5;
   int n_best = 1;
   bool attention = false;
+  bool stream = false;  // answer as server-sent events, words as they are decided (one sentence)
+};
+
+// POST /v1/alternatives: the k best next target subwords after a prefix of the translation.
+struct AlternativesRequest {
+  size_t model = 0;
+  std::string text;    // the source sentence
+  std::string prefix;  // the translation's beginning, as the user has it ("" = none)
+  int k = 5;
+  int beam_size = 5;   // of the completions' search
 };
 
 // The body as JSON: 400 naming the byte where it is not UTF-8, or where it is not JSON.
 nlohmann::json parse_json_body(const std::string& body);
 
-// POST /v1/translate: {"model"?, "text": [...], "beam_size"?, "n_best"?, "attention"?}.
+// POST /v1/translate: {"model"?, "text": [...], "beam_size"?, "n_best"?, "attention"?, "stream"?}.
+// With "stream": true, text holds one sentence, and the model must be one whose words can be
+// streamed (ModelChoice::not_interactive empty).
 ModelRequest parse_v1_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
                               const RequestLimits& limits);
+
+// POST /v1/alternatives: {"model"?, "text": "...", "prefix"?: "...", "k"?: 1-max_beam_size (5),
+// "beam_size"?}. text and prefix at most max_sentence_bytes each (413); a model whose search
+// cannot give them (ModelChoice::not_interactive): 400.
+AlternativesRequest parse_alternatives_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
+                                               const RequestLimits& limits);
 
 // POST /translator/translate: [{"src": "...", "id"?: model}, ...]; one ModelRequest per model named,
 // in --model order (none for an empty list), every entry's src as sent (blank ones too: the server

@@ -10,11 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "decoding/alternatives.h"
 #include "serve/access.h"
 #include "serve/connection.h"
 #include "serve/page.h"
 #include "serve/page_api.h"
 #include "serve/request.h"
+#include "serve/word_stream.h"
 #include "util/error.h"
 #include "util/logging.h"
 #include "util/signals.h"
@@ -63,9 +65,22 @@ json error_body(const std::string& path, const std::string& message) {
   return body;
 }
 
+// Why a model's words cannot be streamed as they are decided ("" = they can): only greedy and beam
+// search under attnmt's rules say which words are decided (serve/word_stream.h).
+std::string not_interactive_reason(const TranslateOptions& t) {
+  if (t.search.rules != SearchRules::attnmt) {
+    return "it decodes with decode.search_rules " + search_rules_name(t.search.rules) + " (attnmt's rules only)";
+  }
+  if (t.search.sampling) return "it decodes with decode.sampling (no word is decided before the end)";
+  if (t.mbr != "none") return "it decodes with decode.mbr " + t.mbr + " (which reranks at the end)";
+  return "";
+}
+
 std::vector<ModelChoice> model_choices(const std::vector<ServedModel>& models) {
   std::vector<ModelChoice> choices;
-  for (const auto& m : models) choices.push_back({m.name, m.defaults.search.beam_size, m.defaults.search.n_best});
+  for (const auto& m : models) {
+    choices.push_back({m.name, m.defaults.search.beam_size, m.defaults.search.n_best, not_interactive_reason(m.defaults)});
+  }
   return choices;
 }
 
@@ -76,34 +91,58 @@ constexpr auto kClientCheck = std::chrono::milliseconds(100);
 // timeout, 500 decoding failed, 400 the input could not be decoded). A client that closes its
 // connection meanwhile has its sentences dropped from the queue (and its request answered to no
 // one, counted as abandoned).
-std::vector<std::vector<Translation>> translate(Batcher& batcher, const ServedModel& model, const ModelRequest& request,
-                                                const httplib::Request& http, const ServeOptions& limits,
-                                                ServerMetrics& metrics) {
-  const RequestOptions options{request.beam_size, request.n_best, request.attention};
-  auto pending = batcher.submit(model, options, request.sentences);
-  if (!pending) throw HttpError{503, "the queue is full (or the server is stopping); retry later"};
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(limits.request_timeout_s));
-  const int socket = find_connection_socket(http.remote_addr, http.remote_port, http.local_port);
+Clock::time_point request_deadline(const ServeOptions& limits) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.request_timeout_s));
+}
+
+// Waits until the request is translated. A timeout (504) or a client gone (499) cancels the
+// request and throws.
+void wait_for(Pending& pending, int socket, Clock::time_point deadline, const ServeOptions& limits,
+              ServerMetrics& metrics) {
   for (;;) {
     const auto until = std::min(deadline, Clock::now() + kClientCheck);
-    if (pending->wait_until(until)) break;
+    if (pending.wait_until(until)) return;
     if (Clock::now() >= deadline) {
-      pending->cancel();
+      pending.cancel();
       metrics.abandoned();
       throw HttpError{504, "not translated within " + std::to_string(limits.request_timeout_s) + " s"};
     }
     if (peer_closed(socket)) {
-      pending->cancel();
+      pending.cancel();
       metrics.abandoned();
       throw HttpError{499, "the client closed the connection"};  // nginx's code; no one reads it
     }
   }
-  if (!pending->error().empty()) {
-    if (pending->input_error()) throw HttpError{400, "cannot translate: " + pending->error()};
-    throw HttpError{500, "translation failed: " + pending->error()};
+}
+
+// A translated request's results, or its failure as an HttpError.
+const std::vector<std::vector<Translation>>& results_of(const Pending& pending) {
+  if (!pending.error().empty()) {
+    if (pending.input_error()) throw HttpError{400, "cannot translate: " + pending.error()};
+    throw HttpError{500, "translation failed: " + pending.error()};
   }
-  return pending->results();
+  return pending.results();
+}
+
+RequestOptions request_options(const ModelRequest& request) {
+  return {request.beam_size, request.n_best, request.attention};
+}
+
+std::shared_ptr<Pending> submit(Batcher& batcher, const ServedModel& model, const ModelRequest& request,
+                                Watcher watcher = {}) {
+  auto pending = batcher.submit(model, request_options(request), request.sentences, std::move(watcher));
+  if (!pending) throw HttpError{503, "the queue is full (or the server is stopping); retry later"};
+  return pending;
+}
+
+std::vector<std::vector<Translation>> translate(Batcher& batcher, const ServedModel& model, const ModelRequest& request,
+                                                const httplib::Request& http, const ServeOptions& limits,
+                                                ServerMetrics& metrics) {
+  auto pending = submit(batcher, model, request);
+  const int socket = find_connection_socket(http.remote_addr, http.remote_port, http.local_port);
+  wait_for(*pending, socket, request_deadline(limits), limits, metrics);
+  return results_of(*pending);
 }
 
 json attention_json(const Translation& t) {
@@ -176,12 +215,9 @@ json opennmt_translate(const json& body, const httplib::Request& http, const std
   return lists;
 }
 
-// POST /v1/translate
-json v1_translate(const json& body, const httplib::Request& http, const std::vector<ServedModel>& models,
-                  Batcher& batcher, const ServeOptions& limits, ServerMetrics& metrics) {
-  const auto request = parse_v1_request(body, model_choices(models), limits.request_limits());
-  const auto& model = models[request.model];
-  const auto results = translate(batcher, model, request, http, limits, metrics);
+// POST /v1/translate's answer.
+json v1_answer(const ServedModel& model, const ModelRequest& request,
+               const std::vector<std::vector<Translation>>& results) {
   json translations = json::array();
   for (const auto& n_best : results) {
     json list = json::array();
@@ -193,6 +229,124 @@ json v1_translate(const json& body, const httplib::Request& http, const std::vec
     translations.push_back(list);
   }
   return {{"model", model.name}, {"translations", translations}};
+}
+
+// POST /v1/translate, not streamed.
+json v1_translate(const ModelRequest& request, const httplib::Request& http, const std::vector<ServedModel>& models,
+                  Batcher& batcher, const ServeOptions& limits, ServerMetrics& metrics) {
+  const auto& model = models[request.model];
+  return v1_answer(model, request, translate(batcher, model, request, http, limits, metrics));
+}
+
+// POST /v1/translate with "stream": true (serve/word_stream.h). Until the first word is decided,
+// failures are answered as for a request not streamed (4xx/5xx, thrown); then 200 with
+// text/event-stream, written by the HTTP thread as the batch worker decides the words, and a
+// failure is an error event. A client that goes away (a write fails, or its socket reads as
+// closed) stops its sentence's search. `answered(status)` is called once the stream ends.
+void v1_translate_stream(const ModelRequest& request, const httplib::Request& http, httplib::Response& res,
+                         const std::vector<ServedModel>& models, Batcher& batcher, const ServeOptions& limits,
+                         ServerMetrics& metrics, std::function<void(int)> answered) {
+  const auto& model = models[request.model];
+  auto words = std::make_shared<WordStream>(*model.tokenizers->tgt);
+  Watcher watcher{[words](size_t, const std::vector<int64_t>& decided) { return words->decided(decided); },
+                  [words] { words->end(); }};
+  auto pending = submit(batcher, model, request, std::move(watcher));
+  const int socket = find_connection_socket(http.remote_addr, http.remote_port, http.local_port);
+  const auto deadline = request_deadline(limits);
+  // Whether the client is gone or the time is up: the request is then cancelled (its sentence's
+  // search stops at its next step) and counted as abandoned.
+  auto give_up = [socket, deadline, &metrics, words, pending]() -> int {
+    const int status = Clock::now() >= deadline ? 504 : peer_closed(socket) ? 499 : 0;
+    if (status != 0) {
+      words->close();
+      pending->cancel();
+      metrics.abandoned();
+    }
+    return status;
+  };
+  while (!words->wait(std::min(deadline, Clock::now() + kClientCheck))) {
+    const int status = give_up();
+    if (status == 504) throw HttpError{504, "not translated within " + std::to_string(limits.request_timeout_s) + " s"};
+    if (status == 499) throw HttpError{499, "the client closed the connection"};
+  }
+  if (words->ended()) results_of(*pending);  // a failure before any word: a plain error answer
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  // The provider runs on this connection's thread after the handler returns; it ends the stream
+  // (sink.done) or returns false (the connection is then dropped).
+  auto ended = std::make_shared<int>(0);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [&model, request, words, pending, give_up, &limits, &metrics, ended](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::string& events) {
+          return events.empty() || sink.write(events.data(), events.size());
+        };
+        auto gone = [&] {
+          words->close();
+          pending->cancel();
+          metrics.abandoned();
+          *ended = 499;
+          return false;
+        };
+        for (;;) {
+          const bool last = words->ended();  // then everything is queued: take it and finish
+          if (!write(words->take(last ? Clock::now() : Clock::now() + kClientCheck))) return gone();
+          if (last) break;
+          if (const int status = give_up(); status != 0) {
+            *ended = status;
+            if (status == 499) return false;
+            write(sse_event("error", {{"error", "not translated within " + std::to_string(limits.request_timeout_s) +
+                                                    " s"}}));
+            sink.done();
+            return true;
+          }
+        }
+        std::string events;
+        try {
+          const auto& results = results_of(*pending);
+          events = words->finish(results[0][0].text, v1_answer(model, request, results));
+          *ended = 200;
+        } catch (const HttpError& e) {
+          events = sse_event("error", {{"error", e.message}});
+          *ended = e.status;
+        }
+        if (!write(events)) return gone();
+        sink.done();
+        return true;
+      },
+      [ended, answered](bool) { answered(*ended == 0 ? 499 : *ended); });
+}
+
+// POST /v1/alternatives (decoding/alternatives.h), decoded on the request's own thread (one
+// forced pass and a batch of k completions): {"model", "prefix": {"text", "pieces"},
+// "alternatives": [{"piece", "log_prob", "prob", "translation": {"text", "score", "log_prob",
+// "tokens"}}, ...k, the most probable first]}. A prefix with no room left: 400.
+json v1_alternatives(const json& body, const std::vector<ServedModel>& models, const ServeOptions& limits) {
+  const auto request = parse_alternatives_request(body, model_choices(models), limits.request_limits());
+  const auto& model = models[request.model];
+  TranslateOptions options = model.defaults;
+  options.search.beam_size = request.beam_size;
+  options.search.n_best = 1;
+  options.search.return_attention = false;
+  options.workers = 1;
+  Alternatives found;
+  try {
+    found = next_alternatives(*model.step, *model.tokenizers, request.text, request.prefix, request.k, options);
+  } catch (const InputError& e) {
+    throw HttpError{400, e.what()};
+  }
+  json list = json::array();
+  for (const auto& a : found.next) {
+    const auto& t = a.completion;
+    list.push_back({{"piece", a.piece},
+                    {"log_prob", a.log_prob},
+                    {"prob", std::exp(a.log_prob)},
+                    {"translation",
+                     {{"text", t.text}, {"score", t.score}, {"log_prob", t.log_prob}, {"tokens", t.target_tokens}}}});
+  }
+  return {{"model", model.name},
+          {"prefix", {{"text", request.prefix}, {"pieces", found.prefix_pieces}}},
+          {"alternatives", list}};
 }
 
 }  // namespace
@@ -246,8 +400,32 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
   server.Post(kOpenNMTPath, endpoint(kOpenNMTPath, [&](const json& body, const httplib::Request& req) {
                 return opennmt_translate(body, req, models, batcher, options, metrics);
               }));
-  server.Post("/v1/translate", endpoint("/v1/translate", [&](const json& body, const httplib::Request& req) {
-                return v1_translate(body, req, models, batcher, options, metrics);
+  // POST /v1/translate: as the endpoints above, or, with "stream": true, server-sent events, whose
+  // answer is counted when the stream ends.
+  server.Post("/v1/translate", [&](const httplib::Request& req, httplib::Response& res) {
+    const auto start = Clock::now();
+    metrics.accepted();
+    auto answered = [&metrics, start](int status) {
+      metrics.request("/v1/translate", status, std::chrono::duration<double>(Clock::now() - start).count());
+    };
+    try {
+      if (stopping) throw HttpError{503, "the server is stopping"};
+      const auto request = parse_v1_request(parse_json_body(req.body), model_choices(models), options.request_limits());
+      if (request.stream) {
+        v1_translate_stream(request, req, res, models, batcher, options, metrics, answered);
+        return;
+      }
+      reply(res, 200, v1_translate(request, req, models, batcher, options, metrics));
+    } catch (const HttpError& e) {
+      reply(res, e.status, error_body(req.path, e.message));
+      if (e.status == 503) res.set_header("Retry-After", "1");
+    } catch (const std::exception& e) {
+      reply(res, 500, error_body(req.path, std::string("internal error: ") + e.what()));
+    }
+    answered(res.status);
+  });
+  server.Post("/v1/alternatives", endpoint("/v1/alternatives", [&](const json& body, const httplib::Request&) {
+                return v1_alternatives(body, models, options);
               }));
   // The translation page (serve/page.h) and the endpoints it added (serve/page_api.h).
   std::timed_mutex stream_gate;

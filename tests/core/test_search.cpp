@@ -7,11 +7,16 @@
 #include <map>
 
 #include "attention/registry.h"
+#include "decoding/alternatives.h"
 #include "decoding/beams.h"
 #include "decoding/candidates.h"
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
 #include "finite_difference.h"
+#include "io/model_file.h"
+#include "program.h"
+#include "util/error.h"
+#include "util/text_io.h"
 #include "step_models.h"
 #include "model/seq2seq.h"
 #include "util/cpu_kernels.h"
@@ -419,4 +424,167 @@ TEST_CASE("Beams: back-pointers give each finished hypothesis its own tokens and
   CHECK(p.tokens == std::vector<int64_t>{5});
   CHECK(p.attention.empty());
   CHECK_THROWS(plain.advance({0, 0}, {1}, {0.0}, {}));
+}
+
+namespace {
+
+// A batch of 6 sentences of different lengths and words for HashModel (step_models.h).
+std::pair<torch::Tensor, torch::Tensor> hash_batch() {
+  const std::vector<int64_t> len = {3, 7, 5, 9, 2, 6};
+  auto src = torch::zeros({6, 9}, torch::kLong);
+  for (int64_t b = 0; b < 6; ++b) {
+    for (int64_t j = 0; j < len[b]; ++j) src[b][j] = 4 + (b * 7 + j * 3) % 11;
+  }
+  return {src, torch::tensor(len, torch::kLong)};
+}
+
+bool is_prefix(const std::vector<int64_t>& prefix, const std::vector<int64_t>& of) {
+  return prefix.size() <= of.size() && std::equal(prefix.begin(), prefix.end(), of.begin());
+}
+
+}  // namespace
+
+TEST_CASE("decided output: what search tells a watch only grows, begins every hypothesis returned, and changes nothing",
+          "[search][watch]") {
+  const auto [src, len] = hash_batch();
+  // Early ends (hypotheses finish at different steps, so that the best is often one finished
+  // while other beams live on) and late ones (most run to the maximum length).
+  for (const double eos_offset : {0.5, -3.0}) {
+    HashModel model(12, eos_offset, 0.3);
+    for (const int beam : {1, 2, 5}) {
+      SearchOptions o;
+      o.beam_size = beam;
+      o.n_best = beam;
+      o.length_penalty = 1.0;
+      const auto plain = search(model, src, len, o);
+      std::vector<std::vector<std::vector<int64_t>>> told(6);
+      Guides guides(6);
+      for (size_t b = 0; b < 6; ++b) {
+        guides[b].watch = [&told, b](const std::vector<int64_t>& decided) {
+          told[b].push_back(decided);
+          return true;
+        };
+      }
+      const auto watched = search(model, src, len, o, guides);
+      for (size_t b = 0; b < 6; ++b) {
+        INFO("eos offset " << eos_offset << ", beam " << beam << ", sentence " << b);
+        REQUIRE(watched[b].size() == plain[b].size());
+        for (size_t k = 0; k < plain[b].size(); ++k) {
+          CHECK(watched[b][k].tokens == plain[b][k].tokens);
+          CHECK(watched[b][k].score == plain[b][k].score);
+        }
+        if (told[b].empty()) {  // it ended at the first step (eos): nothing to watch
+          CHECK(plain[b][0].tokens.empty());
+          continue;
+        }
+        for (size_t s = 1; s < told[b].size(); ++s) CHECK(is_prefix(told[b][s - 1], told[b][s]));
+        for (const auto& h : plain[b]) CHECK(is_prefix(told[b].back(), h.tokens));
+        if (beam == 1) {  // greedy: every token is decided as it is chosen
+          CHECK(told[b].back().size() + 1 >= plain[b][0].tokens.size());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("decided output: a watch that says stop takes its sentence out, the others decode as without it",
+          "[search][watch]") {
+  const auto [src, len] = hash_batch();
+  HashModel model(12, -3.0, 0.3);
+  for (const int beam : {1, 4}) {
+    SearchOptions o;
+    o.beam_size = beam;
+    o.n_best = beam == 1 ? 1 : 2;
+    const auto plain = search(model, src, len, o);
+    Guides guides(6);
+    int steps = 0;
+    guides[3].watch = [&steps](const std::vector<int64_t>&) { return ++steps < 3; };
+    const auto out = search(model, src, len, o, guides);
+    INFO("beam " << beam);
+    CHECK(steps == 3);        // not asked again once it said stop
+    CHECK(out[3].empty());    // no hypothesis for the stopped sentence
+    for (size_t b : {0, 1, 2, 4, 5}) {
+      REQUIRE(out[b].size() == plain[b].size());
+      for (size_t k = 0; k < plain[b].size(); ++k) CHECK(out[b][k].tokens == plain[b][k].tokens);
+    }
+  }
+  // Searches that cannot say what is decided refuse a watch rather than ignore it.
+  SearchOptions sampling;
+  sampling.sampling = true;
+  Guides one(1);
+  one[0].watch = [](const std::vector<int64_t>&) { return true; };
+  CHECK_THROWS(search(model, source(1), lengths(1), sampling, one));
+}
+
+// Alternatives after a forced prefix (decoding/alternatives.h) on a real trained model
+// (tests/data/model_v1): the k subwords and log-probabilities equal the model's own distribution
+// rescored by teacher forcing (Seq2Seq::forward over the whole prefix at once, not step by step),
+// and each completion is what translate_lines gives with the prefix and that subword forced as text
+// (`translate --prefix`), wherever that text is cut back into the same subwords.
+TEST_CASE("alternatives: the model's top k after the prefix (rescored), each completed as translate --prefix does",
+          "[search][alternatives]") {
+  auto loaded = load_model(kData + "/model_v1", "", "cpu");
+  loaded.model->eval();
+  Seq2SeqStepModel step(loaded.model);
+  auto options = translate_options(loaded.config.decode);
+  options.workers = 1;
+  const auto& tgt = *loaded.tokenizers.tgt;
+  const auto lines = read_lines(kSrc);
+  size_t compared = 0;
+  for (size_t line : {0, 3, 7}) {
+    const auto& source = lines[line];
+    const auto own = translate_lines(step, loaded.tokenizers, {source}, options)[0][0].text;
+    const auto cut = own.find(' ', own.find(' ') + 1);  // its first two words
+    for (const std::string prefix : {std::string(), own.substr(0, cut), std::string("zz qq")}) {
+      INFO("line " << line << ", prefix '" << prefix << "'");
+      const auto found = next_alternatives(step, loaded.tokenizers, source, prefix, 5, options);
+      REQUIRE(found.next.size() == 5);
+      // Rescoring: the whole prefix fed at once; the distribution at its last position.
+      std::vector<int64_t> src;
+      for (int id : loaded.tokenizers.src->encode(source)) src.push_back(id);
+      src.push_back(step.eos_id());
+      std::vector<int64_t> in = {step.bos_id()};
+      in.insert(in.end(), found.prefix.begin(), found.prefix.end());
+      CHECK(found.prefix == [&] {
+        std::vector<int64_t> ids;
+        for (int id : tgt.encode(prefix)) ids.push_back(id);
+        return ids;
+      }());
+      torch::NoGradGuard no_grad;
+      const auto n = static_cast<int64_t>(in.size());
+      auto logits = loaded.model->forward(torch::tensor(src, torch::kLong).view({1, -1}),
+                                          torch::tensor({static_cast<int64_t>(src.size())}, torch::kLong),
+                                          torch::tensor(in, torch::kLong).view({1, n}));
+      const auto [best, tokens] = logits.log_softmax(-1)[0][n - 1].to(torch::kDouble).topk(5);
+      for (int64_t j = 0; j < 5; ++j) {
+        const auto& a = found.next[static_cast<size_t>(j)];
+        CHECK(a.token == tokens[j].item<int64_t>());
+        CHECK(a.log_prob == Approx(best[j].item<double>()).margin(1e-5));
+        // The completion: prefix + this subword forced (as ids), against `translate --prefix TEXT`
+        // with their text, where the text is cut into the same ids again.
+        std::vector<int> forced(found.prefix.begin(), found.prefix.end());
+        if (a.token != step.eos_id()) forced.push_back(static_cast<int>(a.token));
+        const auto text = tgt.decode(forced);
+        CHECK(a.completion.text.rfind(text, 0) == 0);  // it begins with the prefix and the subword
+        if (a.token == step.eos_id()) {
+          CHECK(a.completion.text == text);
+          continue;
+        }
+        if (tgt.encode(text) != forced) continue;
+        LineGuides guides;
+        guides.prefixes = {text};
+        const auto want = translate_lines(step, loaded.tokenizers, {source}, options, guides)[0][0];
+        CHECK(a.completion.text == want.text);
+        CHECK(a.completion.log_prob == Approx(want.log_prob).margin(1e-6));
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared >= 20);  // most of the 45 were compared
+  // A prefix with no room left for a next subword, and k 0: refused.
+  std::string longest;
+  while (longest.size() < 400) longest += "a b ";
+  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, lines[0], longest, 5, options), InputError);
+  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, lines[0], "", 0, options), InputError);
+  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, " ", "", 3, options), InputError);
 }

@@ -336,6 +336,10 @@ TEST_CASE("serve: a model converted from OpenNMT-py serves what translate writes
   const auto reply = post(server.port, "/translator/translate", request.dump());
   REQUIRE(reply.status == 200);
   for (size_t i = 0; i < 10; ++i) CHECK(reply.body[0][i]["tgt"] == want[i]);
+  // OpenNMT-py's search rules say no word is decided before the end: streaming is refused.
+  const auto streamed = post(server.port, "/v1/translate", json{{"text", {lines[0]}}, {"stream", true}}.dump());
+  CHECK(streamed.status == 400);
+  CHECK_THAT(streamed.body.value("error", std::string()), Contains("decode.search_rules opennmt"));
   server.signal("TERM");
   CHECK(server.wait() == 0);
   fs::remove_all(dir);
@@ -855,6 +859,328 @@ TEST_CASE("serve: SIGTERM under full load answers every request it accepted", "[
   CHECK(counted == answered.load());  // every answer the server counted reached its client
   CHECK(ok > 32);                     // it was under load when the signal came
   CHECK(other == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+#ifdef ATTNMT_TEST_HTTP
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An answer of POST /v1/translate with "stream": true, read as a browser's EventSource would: the
+// HTTP status and content type, and the server-sent events in order (name, data as sent).
+struct Events {
+  int status = 0;
+  std::string content_type, body;  // body: the whole (de-chunked) answer
+  std::vector<std::pair<std::string, std::string>> events;
+  size_t words() const {
+    return static_cast<size_t>(std::count_if(events.begin(), events.end(), [](const auto& e) { return e.first == "word"; }));
+  }
+  std::string text() const {  // the word events' texts, concatenated
+    std::string out;
+    for (const auto& [name, data] : events) {
+      if (name == "word") out += json::parse(data)["text"].get<std::string>();
+    }
+    return out;
+  }
+};
+
+// The complete events ("event: NAME\ndata: DATA\n\n") at the front of `body`, taken off it.
+void take_events(std::string& body, std::vector<std::pair<std::string, std::string>>& events) {
+  for (size_t end; (end = body.find("\n\n")) != std::string::npos;) {
+    std::string name = "message", data;
+    size_t at = 0;
+    while (at < end) {
+      const size_t eol = std::min(body.find('\n', at), end);
+      const std::string line = body.substr(at, eol - at);
+      if (line.rfind("event: ", 0) == 0) name = line.substr(7);
+      if (line.rfind("data: ", 0) == 0) data += line.substr(6);
+      at = eol + 1;
+    }
+    events.emplace_back(name, data);
+    body.erase(0, end + 2);
+  }
+}
+
+// POSTs `body` to /v1/translate on a raw socket and reads the answer as it comes (HTTP/1.1,
+// chunked or with a length). With leave_after_words > 0 it closes the connection once that many
+// word events have come, as a user who closes the page does.
+Events stream_post(int port, const std::string& body, size_t leave_after_words = 0) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  const std::string request = raw_post("/v1/translate", body);
+  REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+  Events out;
+  std::string raw, pending;  // raw: bytes not yet parsed; pending: de-chunked bytes not yet events
+  bool headers = false, chunked = false, ended = false;
+  size_t length = 0;
+  char buffer[4096];
+  while (!ended) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    raw.append(buffer, static_cast<size_t>(n));
+    if (!headers) {
+      const auto end = raw.find("\r\n\r\n");
+      if (end == std::string::npos) continue;
+      std::string head = raw.substr(0, end);
+      raw.erase(0, end + 4);
+      headers = true;
+      out.status = std::stoi(head.substr(head.find(' ') + 1));
+      std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+      chunked = head.find("transfer-encoding: chunked") != std::string::npos;
+      const auto type = head.find("content-type: ");
+      if (type != std::string::npos) out.content_type = head.substr(type + 14, head.find("\r\n", type) - type - 14);
+      const auto len = head.find("content-length: ");
+      if (len != std::string::npos) length = std::stoul(head.substr(len + 16));
+    }
+    if (!chunked) {
+      if (raw.size() >= length) {
+        out.body = raw.substr(0, length);
+        ended = true;
+      }
+      continue;
+    }
+    for (size_t eol; (eol = raw.find("\r\n")) != std::string::npos;) {  // whole chunks only
+      const size_t size = std::stoul(raw.substr(0, eol), nullptr, 16);
+      if (raw.size() < eol + 2 + size + 2) break;
+      out.body += raw.substr(eol + 2, size);
+      pending += raw.substr(eol + 2, size);
+      raw.erase(0, eol + 2 + size + 2);
+      if (size == 0) ended = true;
+    }
+    take_events(pending, out.events);
+    if (leave_after_words > 0 && out.words() >= leave_after_words) break;
+  }
+  ::close(fd);
+  return out;
+}
+
+// The number in a /metrics line that begins with `prefix` (labels included); -1 when absent.
+long metric_line(const std::string& text, const std::string& prefix) {
+  const auto at = text.find("\n" + prefix);
+  return at == std::string::npos ? -1 : std::stol(text.substr(text.find(' ', at + prefix.size()) + 1));
+}
+
+}  // namespace
+#endif
+
+TEST_CASE("serve: stream: the words, as they are decided, concatenate to the answer not streamed, byte for byte",
+          "[serve][e2e][stream]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_stream");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  Server server(dir, "--model tiny=" + model.string() + " --beam-size 5");
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  size_t words = 0, sentences = 0;
+  for (const json& options : {json{{"beam_size", 1}}, json{{"beam_size", 5}},
+                              json{{"beam_size", 4}, {"n_best", 3}, {"attention", true}}}) {
+    for (size_t i = 0; i < 8; ++i) {
+      json body = options;
+      body["text"] = {lines[i]};
+      const auto plain = post(port, "/v1/translate", body.dump());
+      REQUIRE(plain.status == 200);
+      body["stream"] = true;
+      const auto streamed = stream_post(port, body.dump());
+      INFO(options.dump() << " line " << i << ": " << streamed.body);
+      REQUIRE(streamed.status == 200);
+      CHECK(streamed.content_type == "text/event-stream");
+      REQUIRE(streamed.events.size() >= 2);
+      for (size_t e = 0; e + 1 < streamed.events.size(); ++e) CHECK(streamed.events[e].first == "word");
+      CHECK(streamed.events.back().first == "done");
+      CHECK(streamed.events.back().second == plain.text);  // the answer not streamed, byte for byte
+      const std::string text = plain.body["translations"][0][0]["text"];
+      CHECK(streamed.text() == text);
+      if (options["beam_size"] == 1) {  // greedy: one event per word, each as soon as it is complete
+        const auto spaces = static_cast<size_t>(std::count(text.begin(), text.end(), ' '));
+        CHECK(streamed.words() == (text.empty() ? 0 : spaces + 1));
+      }
+      words += streamed.words();
+      ++sentences;
+    }
+  }
+  CHECK(words > 2 * sentences);  // the words came one or a few at a time, not all at the end
+  // A stream is counted once its connection's thread is done with it, just after its last event.
+  std::string metrics;
+  for (int i = 0; i < 50; ++i) {
+    metrics = get(port, "/metrics").text;
+    if (metric_line(metrics, "attnmt_requests_total{endpoint=\"/v1/translate\",status=\"200\"}") ==
+        static_cast<long>(2 * sentences)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  INFO(metrics);
+  CHECK(metric(metrics, "attnmt_streams_decoding") == 0);
+  CHECK(metric(metrics, "attnmt_streams_stopped_total") == 0);
+  CHECK(metric_line(metrics, "attnmt_requests_total{endpoint=\"/v1/translate\",status=\"200\"}") ==
+        static_cast<long>(2 * sentences));
+
+  // What cannot be streamed is refused before anything is decoded, with a message.
+  const auto two = post(port, "/v1/translate", json{{"text", {lines[0], lines[1]}}, {"stream", true}}.dump());
+  CHECK(two.status == 400);
+  CHECK_THAT(two.body.value("error", std::string()), Contains("exactly one sentence"));
+  const auto not_bool = post(port, "/v1/translate", json{{"text", {lines[0]}}, {"stream", "yes"}}.dump());
+  CHECK(not_bool.status == 400);
+  CHECK_THAT(not_bool.body.value("error", std::string()), Contains("stream: expected true or false"));
+  // A blank sentence has no words: its stream is the done event alone, as its answer not streamed.
+  const auto blank = stream_post(port, json{{"text", {" "}}, {"stream", true}}.dump());
+  REQUIRE(blank.events.size() == 1);
+  CHECK(blank.events[0].second == post(port, "/v1/translate", json{{"text", {" "}}}.dump()).text);
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: stream: a client that goes away stops its sentence's search and frees its worker",
+          "[serve][e2e][stream][faults]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_stream_leaves");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  // One worker; every search step of a streamed sentence sleeps 250 ms (the tests' hook,
+  // tests/hooks/slow_stream.cpp), so a long sentence streams for seconds whatever the machine.
+  constexpr int kStepMs = 250;
+  Server server(dir, "--model tiny=" + model.string() + " --workers 1 --beam-size 2",
+                "ATTNMT_TEST_STREAM_STEP_MS=" + std::to_string(kStepMs), ATTNMT_TEST_HOOKS_ENGINE_BINARY);
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  std::string long_line;
+  while (long_line.size() < 300) long_line += lines[0] + " ";
+  // Not streamed (no hook then), its length in steps says how long the stream would last.
+  const auto plain = post(port, "/v1/translate", json{{"text", {long_line}}}.dump());
+  REQUIRE(plain.status == 200);
+  const long steps = plain.body["translations"][0][0]["tokens"].get<long>();
+  INFO("steps: " << steps);
+  REQUIRE(steps >= 8);  // else the stream would end too soon to leave it: >= 2 s of steps
+  const auto before = get(port, "/metrics").text;
+
+  const auto streamed = stream_post(port, json{{"text", {long_line}}, {"stream", true}}.dump(), /*leave_after_words=*/1);
+  const auto left = Clock::now();
+  REQUIRE(streamed.status == 200);
+  REQUIRE(streamed.words() >= 1);
+  // The next step sees the client gone (the write fails, or the socket reads closed): the
+  // sentence leaves its batch, and the worker takes the next request.
+  std::string metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = get(port, "/metrics").text;
+    if (metric(metrics, "attnmt_streams_stopped_total") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  INFO(metrics);
+  CHECK(metric(metrics, "attnmt_streams_stopped_total") == 1);
+  CHECK(metric(metrics, "attnmt_streams_decoding") == 0);
+  const auto answer = post(port, "/v1/translate", json{{"text", {lines[1]}}}.dump());  // the one worker's
+  const double seconds = std::chrono::duration<double>(Clock::now() - left).count();
+  CHECK(answer.status == 200);
+  CHECK(seconds < 0.5 * static_cast<double>(steps * kStepMs) / 1000.0);  // well before the stream would have ended
+  // It was not translated: the sentence count grew by the last request's only.
+  CHECK(metric(metrics, "attnmt_sentences_total") == metric(before, "attnmt_sentences_total"));
+  CHECK(metric(get(port, "/metrics").text, "attnmt_requests_abandoned_total") == 1);
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: /v1/alternatives: the k best next subwords, each completion as translate --prefix writes it",
+          "[serve][e2e][alternatives]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_alternatives");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  Server server(dir, "--model tiny=" + model.string() + " --beam-size 4");
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  const std::string source = lines[2];
+  const std::string own = post(port, "/v1/translate", json{{"text", {source}}}.dump()).body["translations"][0][0]["text"];
+  const std::string prefix = own.substr(0, own.find(' '));  // its first word
+  const auto r = post(port, "/v1/alternatives", json{{"text", source}, {"prefix", prefix}, {"k", 6}}.dump());
+  INFO(r.text);
+  REQUIRE(r.status == 200);
+  const auto& alternatives = r.body["alternatives"];
+  REQUIRE(alternatives.size() == 6);
+  double last = 0;
+  for (const auto& a : alternatives) {  // most probable first, probabilities of a distribution
+    CHECK(a["log_prob"].get<double>() <= last);
+    CHECK(a["prob"].get<double>() == Approx(std::exp(a["log_prob"].get<double>())));
+    last = a["log_prob"];
+  }
+  // `translate --prefix`, one line per alternative: the prefix and the alternative's subword as
+  // text ("▁" a space), with the same beam.
+  std::string inputs, prefixes;
+  std::vector<std::string> expected;
+  for (const auto& a : alternatives) {
+    std::string piece = a["piece"];
+    if (piece == "</s>") continue;
+    for (size_t at; (at = piece.find("\u2581")) != std::string::npos;) piece.replace(at, 3, " ");
+    inputs += source + "\n";
+    prefixes += prefix + piece + "\n";
+    expected.push_back(a["translation"]["text"]);
+  }
+  write(dir / "in.txt", inputs);
+  write(dir / "prefix.txt", prefixes);
+  auto t = run("translate --model " + model.string() + " --beam-size 4 --input " + (dir / "in.txt").string() +
+               " --prefix " + (dir / "prefix.txt").string() + " --output " + (dir / "out.txt").string());
+  INFO(t.output);
+  REQUIRE(t.status == 0);
+  const auto written = attnmt::read_lines((dir / "out.txt").string());
+  REQUIRE(written.size() == expected.size());
+  size_t same = 0;
+  for (size_t i = 0; i < expected.size(); ++i) same += written[i] == expected[i] ? 1 : 0;
+  // Equal wherever the prefix's text is cut into the same subwords again (translate cuts the
+  // text; the server forces the subword itself): nearly always on this model.
+  CHECK(same + 1 >= expected.size());
+
+  // Bad requests: 4xx with a message.
+  auto refused = [&](const json& body, int status, const std::string& says) {
+    const auto bad = post(port, "/v1/alternatives", body.dump());
+    INFO(body.dump() << " -> " << bad.text);
+    CHECK(bad.status == status);
+    CHECK_THAT(bad.body.value("error", std::string()), Contains(says));
+  };
+  refused({{"text", source}, {"k", 0}}, 400, "k: expected an integer from 1 to 32");
+  refused({{"text", source}, {"k", 100000}}, 400, "k: expected an integer from 1 to 32");
+  refused({{"text", source}, {"prefix", 7}}, 400, "prefix: expected a string");
+  refused({{"prefix", "A"}}, 400, "text: expected a string");
+  refused({{"text", source}, {"prefix", std::string(5000, 'a')}}, 413, "prefix has 5000 bytes");
+  std::string many;
+  while (many.size() < 600) many += "a b ";
+  refused({{"text", source}, {"prefix", many}}, 400, "no room for a next one");
+  refused({{"text", " "}}, 400, "the source is blank");
+  refused({{"text", source}, {"n", 3}}, 400, "unknown field 'n'");
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
   fs::remove_all(dir);
 #endif
 }

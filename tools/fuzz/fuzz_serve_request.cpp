@@ -1,7 +1,7 @@
 // libFuzzer target: a request body of `attnmt serve`, read as the server reads it
-// (serve/request.h): the body checked for UTF-8 and parsed, then taken as a POST /v1/translate and
-// as an OpenNMT-py /translator/translate body for two served models, and the Authorization header
-// check (serve/access.h) run on the same bytes. A refusal must be an HttpError with a 4xx status
+// (serve/request.h): the body checked for UTF-8 and parsed, then taken as a POST /v1/translate, a
+// POST /v1/alternatives and an OpenNMT-py /translator/translate body for three served models (one
+// that cannot stream), and the Authorization header check (serve/access.h) run on the same bytes. A refusal must be an HttpError with a 4xx status
 // whose {"error"} answer is valid JSON; an accepted request must keep the limits it was checked
 // against. Anything else (another exception, a 5xx, a crash, a sanitizer report) is a finding.
 #include <cstddef>
@@ -14,7 +14,8 @@
 
 namespace {
 
-const std::vector<attnmt::ModelChoice> kModels = {{"tiny", 5, 1}, {"100", 3, 2}};
+const std::vector<attnmt::ModelChoice> kModels = {
+    {"tiny", 5, 1, ""}, {"100", 3, 2, ""}, {"onmt", 5, 1, "it decodes with decode.search_rules opennmt"}};
 const attnmt::RequestLimits kLimits = {/*max_request_sentences=*/40, /*max_sentence_bytes=*/512,
                                        /*max_beam_size=*/8};
 
@@ -31,6 +32,8 @@ void check(const attnmt::ModelRequest& r) {
     if (s.size() > kLimits.max_sentence_bytes) std::abort();
   }
   if (r.beam_size < 1 || r.beam_size > kLimits.max_beam_size || r.n_best < 1 || r.n_best > r.beam_size) std::abort();
+  // A streamed request is one sentence, for a model that can stream its words.
+  if (r.stream && (r.sentences.size() != 1 || !kModels[r.model].not_interactive.empty())) std::abort();
 }
 
 }  // namespace
@@ -47,6 +50,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!parsed.is_null()) {
     try {
       check(attnmt::parse_v1_request(parsed, kModels, kLimits));
+    } catch (const attnmt::HttpError& e) {
+      refused(e);
+    }
+    try {
+      const auto r = attnmt::parse_alternatives_request(parsed, kModels, kLimits);
+      if (r.model >= kModels.size() || !kModels[r.model].not_interactive.empty()) std::abort();
+      if (r.k < 1 || r.k > kLimits.max_beam_size || r.beam_size < 1 || r.beam_size > kLimits.max_beam_size) std::abort();
+      if (r.text.size() > kLimits.max_sentence_bytes || r.prefix.size() > kLimits.max_sentence_bytes) std::abort();
     } catch (const attnmt::HttpError& e) {
       refused(e);
     }

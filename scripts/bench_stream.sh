@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Streamed answers of `attnmt serve` (POST /v1/translate with "stream": true, docs/serving.md):
+# the time to the first word against the whole answer, streamed and not streamed, one client and
+# one sentence per request, A/B alternating; and the time of POST /v1/alternatives
+# (scripts/bench_stream.py). Starts a server on 127.0.0.1 with THREADS threads (default 2) and one
+# worker, and stops it at the end.
+#   scripts/bench_stream.sh MODEL [INPUT [SENTENCES [BEAM ...]]]
+#   (INPUT default data/multi30k/test_2016_flickr.de.gz; SENTENCES default 100; beams default 1 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=${1:?usage: bench_stream.sh MODEL [INPUT [SENTENCES [BEAM ...]]]}
+input=${2:-data/multi30k/test_2016_flickr.de.gz}
+sentences=${3:-100}
+shift $(($# < 3 ? $# : 3))
+threads=${THREADS:-2}
+port=${PORT:-5078}
+attnmt=${ATTNMT:-build/attnmt}
+export OMP_WAIT_POLICY=PASSIVE
+work=$(mktemp -d)
+server=
+trap '[ -n "$server" ] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
+zcat -f "$input" > "$work/input.txt"
+"$attnmt" serve --model "$model" --port "$port" --threads "$threads" --workers 1 > "$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 600); do
+  grep -q "on http://" "$work/serve.log" && break
+  kill -0 $server 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+  sleep 0.1
+done
+cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+echo "# $(date -u +%Y-%m-%d) on $cpu ($(nproc) cores), $threads threads, one worker, model $model, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 scripts/bench_stream.py "$port" "$work/input.txt" "$sentences" "$@"
+kill -TERM $server
+wait $server
+server=

@@ -1,0 +1,72 @@
+#include "decoding/alternatives.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace attnmt {
+
+Alternatives next_alternatives(StepModel& model, const Tokenizers& tokenizers, const std::string& source,
+                               const std::string& prefix, int k, const TranslateOptions& options) {
+  if (options.search.rules != SearchRules::attnmt || options.search.sampling || options.mbr != "none") {
+    throw InputError("alternatives: beam or greedy search under decode.search_rules attnmt only, without sampling "
+                     "or MBR");
+  }
+  if (k < 1) throw InputError("alternatives: k must be at least 1");
+  torch::InferenceMode inference;
+  const auto encoded = encode_sources(*tokenizers.src, {source}, options.max_source_tokens)[0];
+  if (encoded.empty()) throw InputError("alternatives: the source is blank");
+  Alternatives out;
+  for (int id : tokenizers.tgt->encode(prefix)) out.prefix.push_back(id);
+  for (auto id : out.prefix) out.prefix_pieces.push_back(tokenizers.tgt->piece(static_cast<int>(id)));
+  const int64_t src_len = static_cast<int64_t>(encoded.size()) + 1;
+  const int64_t room = max_target_length(src_len, options.search);
+  if (static_cast<int64_t>(out.prefix.size()) + 1 > room) {
+    throw InputError("prefix: " + std::to_string(out.prefix.size()) + " target subwords, and the sentence's output " +
+                     "may have at most " + std::to_string(room) + " (decode.max_length_ratio, decode.max_length): " +
+                     "no room for a next one");
+  }
+
+  // The model's distribution after the prefix: bos, then the prefix fed one token at a time.
+  const auto device = model.device();
+  std::vector<int64_t> ids(encoded.begin(), encoded.end());
+  ids.push_back(model.eos_id());
+  auto src = torch::tensor(ids, torch::kLong).view({1, src_len}).to(device);
+  auto state = model.start(src, torch::full({1}, src_len, torch::kLong).to(device));
+  StepResult r;
+  int64_t prev = model.bos_id();
+  for (size_t t = 0;; ++t) {
+    r = model.step(torch::full({1}, prev, torch::dtype(torch::kLong).device(device)), *state, false);
+    if (t == out.prefix.size()) break;
+    prev = out.prefix[t];
+  }
+  auto log_probs = r.logits.to(torch::kCPU, torch::kDouble);  // [1, V]
+  if (!r.log_probs) log_probs = log_probs.log_softmax(-1);
+  const int64_t V = log_probs.size(1);
+  auto [values, columns] = log_probs[0].topk(std::min<int64_t>(k, V));
+  const auto tokens = r.vocabulary.defined() ? r.vocabulary.index_select(0, columns) : columns;
+
+  // Each alternative's completion: the prefix and that subword forced, then search goes on (after
+  // a forced end of sentence there is nothing left to search: the translation is the prefix).
+  LineGuides guides;
+  for (int64_t j = 0; j < values.size(0); ++j) {
+    Alternative a;
+    a.token = tokens[j].item<int64_t>();
+    a.log_prob = values[j].item<double>();
+    a.piece = a.token == model.eos_id() ? "</s>" : tokenizers.tgt->piece(static_cast<int>(a.token));
+    guides.prefix_ids.push_back(out.prefix);
+    guides.prefix_ids.back().push_back(a.token);
+    out.next.push_back(std::move(a));
+  }
+  TranslateOptions search = options;
+  search.search.n_best = 1;
+  search.progress_label.clear();
+  const auto completions =
+      translate_lines(model, tokenizers, std::vector<std::string>(out.next.size(), source), search, guides);
+  for (size_t j = 0; j < out.next.size(); ++j) out.next[j].completion = completions[j][0];
+  return out;
+}
+
+}  // namespace attnmt
