@@ -7,7 +7,7 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config libtorch-dev libsentencepiece-dev libyaml-cpp-dev libspdlog-dev
           catch2 libcli11-dev nlohmann-json3-dev zlib1g-dev libopenblas0-openmp libgloo-dev libdnnl-dev
-          libcairo2-dev fonts-dejavu-core libgoogle-perftools-dev libcpp-httplib-dev
+          libcairo2-dev fonts-dejavu-core libgoogle-perftools-dev libcpp-httplib-dev libutfcpp-dev
           python3-dev pybind11-dev python3-venv)
 [ "${1:-}" = "--test" ] && packages+=(chromium python3-numpy dpkg-dev procps)
 missing=()

@@ -5,17 +5,10 @@
 #include <string_view>
 
 #include "util/seed_mix.h"
+#include "util/utf8.h"
 
 namespace attnmt {
 namespace {
-
-// Bytes of the UTF-8 character starting with `lead` (pieces are well-formed UTF-8).
-size_t utf8_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead >> 5) == 0x6) return 2;
-  if ((lead >> 4) == 0xE) return 3;
-  return 4;
-}
 
 // One symbol of the sentence being merged: a span of the sentence's text and its piece's id.
 struct Symbol {
@@ -68,7 +61,7 @@ BpeDropout::BpeDropout(const Tokenizer& tokenizer, double p, const std::vector<s
     const std::string& text = piece_[k];
     std::vector<int> chars;
     for (size_t at = 0; at < text.size();) {
-      const size_t len = std::min(utf8_length(static_cast<unsigned char>(text[at])), text.size() - at);
+      const size_t len = std::min(utf8_sequence_length(static_cast<unsigned char>(text[at])), text.size() - at);
       const auto it = id_.find(text.substr(at, len));
       if (it == id_.end()) {  // a character outside the vocabulary: the piece stays whole
         chars.clear();

@@ -9,6 +9,7 @@
 
 #include "util/error.h"
 #include "util/text_io.h"
+#include "util/utf8.h"
 
 #ifdef ATTNMT_WITH_CAIRO
 #include <cairo.h>
@@ -22,12 +23,6 @@ constexpr double kFontSize = 11;  // px
 constexpr double kPad = 6;        // between labels and cells
 constexpr double kMargin = 8;
 constexpr double kTitleHeight = 20;
-
-size_t code_points(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
 
 // Positions of everything, given how wide a label is drawn.
 struct Layout {
@@ -101,7 +96,7 @@ std::string xml_escape(const std::string& text) {
 
 std::string heatmap_svg(const Heatmap& map, const std::string& attributes) {
   // label widths estimated from the character count (sans-serif averages ~0.6 em)
-  const auto l = layout(map, [](const std::string& s) { return 0.62 * kFontSize * code_points(s); });
+  const auto l = layout(map, [](const std::string& s) { return 0.62 * kFontSize * utf8_characters(s); });
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(l.width) + "\" height=\"" +
                     fmt(l.height) + "\" viewBox=\"0 0 " + fmt(l.width) + " " + fmt(l.height) + "\"" +
                     (attributes.empty() ? "" : " " + attributes) +

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "util/utf8.h"
+
 namespace attnmt {
 namespace {
 
@@ -287,11 +289,7 @@ std::string results_terminal(const CompareReport& report) {
   const auto cols = columns(report);
   std::vector<std::vector<std::string>> cells;
   std::vector<size_t> width(cols.size(), 0);
-  auto length = [](const std::string& s) {
-    size_t n = 0;
-    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-    return n;
-  };
+  auto length = [](const std::string& s) { return utf8_characters(s); };
   std::vector<std::string> header;
   for (const auto& c : cols) header.push_back(c.header);
   cells.push_back(header);

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace attnmt {
 
@@ -25,11 +26,7 @@ int terminal_width() {
 }
 
 // Columns of a UTF-8 string (one per code point: the labels and numbers here are not wide).
-size_t columns(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
+size_t columns(const std::string& s) { return utf8_characters(s); }
 
 // Draws `line` in place of the current progress line.
 void draw_line(const std::string& line) {

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/utf8.h"  // find_invalid_utf8, which the line checks use
+
 namespace attnmt {
 
 struct LineCheck {
@@ -42,9 +44,6 @@ class LineReader {
   size_t line_no_ = 0;
   bool eof_ = false;
 };
-
-// Index of the first byte that does not belong to well-formed UTF-8, or npos if all is valid.
-size_t find_invalid_utf8(std::string_view text);
 
 // Whole file as a string (binary), InputError if it cannot be read.
 std::string read_file(const std::string& path);
