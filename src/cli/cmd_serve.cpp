@@ -2,6 +2,8 @@
 //              [--max-wait-ms M] [--workers W] [--max-queue N] [--timeout S] [--api-key KEY | --api-key-file F]
 //              [--cors ORIGIN] [--set decode.key=value ...]
 // Trained models behind HTTP + JSON with dynamic batching (serve/server.h for the endpoints).
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/decode_flags.h"
+#include "serve/serve_options.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -26,44 +29,50 @@ namespace attnmt::cli {
 void add_serve_command(CLI::App& app, const GlobalOptions& global) {
   struct Options {
     std::vector<std::string> models;
-    std::string host = "127.0.0.1";
-    int port = 5000;
-    size_t max_batch = 0, max_queue = 2048, max_request = 1000, max_body = 1 << 20;
-    int max_wait_ms = 10, workers = 0;
-    double timeout = 60;
-    std::string api_key, api_key_file, cors;
+    ServeOptions serve;  // its defaults are the help's (serve/serve_options.h)
+    std::string api_key, api_key_file;
   };
   auto o = std::make_shared<Options>();
+  const ServeOptions defaults;
+  auto& so = o->serve;
   auto* cmd = app.add_subcommand("serve", "Serve models over HTTP + JSON, with dynamic batching");
   cmd->add_option("--model", o->models,
                   "[NAME=]MODEL: a model file or save dir, named NAME (default: the file's or dir's name); repeatable")
       ->required();
-  cmd->add_option("--host", o->host, "Address to listen on (default 127.0.0.1: this machine only)");
-  cmd->add_option("--port", o->port, "Port (default 5000; 0 = any free port, printed)")->check(CLI::Range(0, 65535));
-  cmd->add_option("--max-batch-sentences", o->max_batch,
-                  "Sentences per search batch, from all requests (default 0: 8 on a CPU, where small batches of "
-                  "mixed lengths decode faster, 64 on a GPU)")
+  cmd->add_option("--host", so.host, fmt::format("Address to listen on (default {}: this machine only)", defaults.host));
+  cmd->add_option("--port", so.port, fmt::format("Port (default {}; 0 = any free port, printed)", defaults.port))
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--max-batch-sentences", so.batching.max_batch_sentences,
+                  fmt::format("Sentences per search batch, from all requests (default 0: {} on a CPU, where small "
+                              "batches of mixed lengths decode faster, {} on a GPU)",
+                              kCpuBatchSentences, kGpuBatchSentences))
       ->check(CLI::Range(0, 1024));
-  cmd->add_option("--max-wait-ms", o->max_wait_ms,
-                  "How long the oldest waiting sentence waits for others to batch with (default 10)")
+  cmd->add_option("--max-wait-ms", so.batching.max_wait_ms,
+                  fmt::format("How long the oldest waiting sentence waits for others to batch with (default {})",
+                              defaults.batching.max_wait_ms))
       ->check(CLI::Range(0, 10000));
-  cmd->add_option("--workers", o->workers,
+  cmd->add_option("--workers", so.batching.workers,
                   "Batches decoded at once, each on its share of the threads (default 0: one per thread on a CPU)")
       ->check(CLI::Range(0, 64));
-  cmd->add_option("--max-queue", o->max_queue, "Sentences waiting at most; beyond: 503 (default 2048)")
+  cmd->add_option("--max-queue", so.batching.max_queue_sentences,
+                  fmt::format("Sentences waiting at most; beyond: 503 (default {})", defaults.batching.max_queue_sentences))
       ->check(CLI::Range(1, 1000000));
-  cmd->add_option("--max-request-sentences", o->max_request, "Sentences per request at most; beyond: 413 (default 1000)")
+  cmd->add_option("--max-request-sentences", so.max_request_sentences,
+                  fmt::format("Sentences per request at most; beyond: 413 (default {})", defaults.max_request_sentences))
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--max-body-bytes", o->max_body, "Request body size at most; beyond: 413 (default 1 MiB)")
+  cmd->add_option("--max-body-bytes", so.max_body_bytes,
+                  fmt::format("Request body size at most; beyond: 413 (default {} bytes)", defaults.max_body_bytes))
       ->check(CLI::Range(1, 1 << 30));
-  cmd->add_option("--timeout", o->timeout, "Seconds a request may wait for its translations; then 504 (default 60)")
+  cmd->add_option("--timeout", so.request_timeout_s,
+                  fmt::format("Seconds a request may wait for its translations; then 504 (default {})",
+                              defaults.request_timeout_s))
       ->check(CLI::Range(0.001, 86400.0));
   auto* key = cmd->add_option("--api-key", o->api_key,
                               "Require `Authorization: Bearer KEY` on every endpoint but /health and the page "
                               "(default: none; visible in `ps`: prefer --api-key-file)");
   cmd->add_option("--api-key-file", o->api_key_file, "--api-key, read from the first line of this file")
       ->excludes(key);
-  cmd->add_option("--cors", o->cors,
+  cmd->add_option("--cors", so.access.cors_origin,
                   "Let a web page from ORIGIN (e.g. https://example.org, or *) call the API from a browser "
                   "(default: no CORS headers)");
   const auto settings = add_decode_flags(cmd, {{"decode.beam_size", "the default: a request may ask for another"},
@@ -100,17 +109,10 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
       served.back().streams = attention_streams(m.config.model.attention);
     }
     configure_compute(loaded.front().config.threads, loaded.front().config.gemm);
-    ServeOptions options;
-    options.host = o->host;
-    options.port = o->port;
-    const bool cpu = steps.front()->device().is_cpu();
-    options.batching = {o->max_batch > 0 ? o->max_batch : (cpu ? 8u : 64u), o->max_wait_ms, o->max_queue, o->workers, cpu};
-    options.max_request_sentences = o->max_request;
+    ServeOptions options = o->serve;
+    options.batching.cpu = steps.front()->device().is_cpu();
     if (!o->api_key.empty()) validate_api_key(o->api_key);
     options.access.api_key = o->api_key_file.empty() ? o->api_key : read_api_key_file(o->api_key_file);
-    options.access.cors_origin = o->cors;
-    options.max_body_bytes = o->max_body;
-    options.request_timeout_s = o->timeout;
     serve(served, options);
 #else
     throw InputError("serve: this attnmt was built without cpp-httplib (Debian: libcpp-httplib-dev)");

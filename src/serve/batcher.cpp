@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "parallel/workers.h"
+#include "runtime/workers.h"
 #include "serve/batch_fault.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -31,7 +31,7 @@ bool Pending::cancelled() const {
 }
 
 Batcher::Batcher(BatcherLimits limits, ServerMetrics* metrics) : limits_(limits), metrics_(metrics) {
-  limits_.max_batch_sentences = std::max<size_t>(1, limits_.max_batch_sentences);
+  limits_.max_batch_sentences = batch_sentences(limits_);
   if (batch_fault_for_tests != nullptr) spdlog::warn("[serve] a test hook may fail batches (serve/batch_fault.h)");
   if (stream_step_for_tests != nullptr) spdlog::warn("[serve] a test hook slows streamed sentences (serve/batch_fault.h)");
   // As translate does it: on a CPU, batches side by side, each on its share of the threads, beat

@@ -27,6 +27,7 @@
 
 #include "decoding/translator.h"
 #include "serve/metrics.h"
+#include "serve/serve_options.h"
 
 namespace attnmt {
 
@@ -83,14 +84,6 @@ class Pending {
   std::string error_;
   bool input_error_ = false;
   Watcher watcher_;  // set once, by submit
-};
-
-struct BatcherLimits {
-  size_t max_batch_sentences = 32;
-  int max_wait_ms = 10;
-  size_t max_queue_sentences = 2048;
-  int workers = 0;  // batches decoded at once, each on threads / workers intra-op threads (0 = one per thread on a CPU)
-  bool cpu = true;  // the models' device (workers 0 means one on a GPU)
 };
 
 class Batcher {

@@ -174,7 +174,7 @@ Padded split_whitespace(const std::string& src) {
 // and pred_score null in the lists it has none for.
 json opennmt_translate(const json& body, const httplib::Request& http, const std::vector<ServedModel>& models,
                        Batcher& batcher, const ServeOptions& limits, ServerMetrics& metrics) {
-  const auto requests = parse_opennmt_request(body, model_choices(models), limits.request_limits());
+  const auto requests = parse_opennmt_request(body, model_choices(models), request_limits(limits));
   const int n_best = requests.empty() ? 1 : requests[0].n_best;
   std::vector<Padded> inputs(body.size());
   std::vector<std::vector<Translation>> results(body.size());
@@ -322,7 +322,7 @@ void v1_translate_stream(const ModelRequest& request, const httplib::Request& ht
 // "alternatives": [{"piece", "log_prob", "prob", "translation": {"text", "score", "log_prob",
 // "tokens"}}, ...k, the most probable first]}. A prefix with no room left: 400.
 json v1_alternatives(const json& body, const std::vector<ServedModel>& models, const ServeOptions& limits) {
-  const auto request = parse_alternatives_request(body, model_choices(models), limits.request_limits());
+  const auto request = parse_alternatives_request(body, model_choices(models), request_limits(limits));
   const auto& model = models[request.model];
   TranslateOptions options = model.defaults;
   options.search.beam_size = request.beam_size;
@@ -410,7 +410,7 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     };
     try {
       if (stopping) throw HttpError{503, "the server is stopping"};
-      const auto request = parse_v1_request(parse_json_body(req.body), model_choices(models), options.request_limits());
+      const auto request = parse_v1_request(parse_json_body(req.body), model_choices(models), request_limits(options));
       if (request.stream) {
         v1_translate_stream(request, req, res, models, batcher, options, metrics, answered);
         return;
@@ -493,7 +493,7 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     server.stop();   // stops accepting; listen_after_bind returns once the handlers are done
   });
   spdlog::info("[serve] {} model(s) on http://{}:{} (batches of up to {} sentences, {} ms wait, {} worker(s))",
-               models.size(), options.host, port, options.batching.max_batch_sentences, options.batching.max_wait_ms,
+               models.size(), options.host, port, batch_sentences(options.batching), options.batching.max_wait_ms,
                batcher.workers());
   if (ready) ready(port);
   server.listen_after_bind();

@@ -24,22 +24,14 @@
 #include "serve/access.h"
 #include "serve/batcher.h"
 #include "serve/request.h"
+#include "serve/serve_options.h"
 
 namespace attnmt {
 
-struct ServeOptions {
-  std::string host = "127.0.0.1";
-  int port = 5000;
-  BatcherLimits batching;
-  size_t max_body_bytes = 1 << 20;
-  size_t max_request_sentences = 1000;
-  size_t max_sentence_bytes = 4096;
-  int max_beam_size = 32;
-  AccessOptions access;  // API key, CORS origin
-  RequestLimits request_limits() const { return {max_request_sentences, max_sentence_bytes, max_beam_size}; }
-  double request_timeout_s = 60;
-  int http_threads = 160;  // connections served at once (each waits for its translations)
-};
+// The limits the request parser applies (serve/request.h), from the options.
+inline RequestLimits request_limits(const ServeOptions& o) {
+  return {o.max_request_sentences, o.max_sentence_bytes, o.max_beam_size};
+}
 
 // Serves until SIGINT/SIGTERM (then: stops accepting, answers what is queued and in flight,
 // returns). `ready` (if set) is called once the port is bound, with the port (for --port 0).

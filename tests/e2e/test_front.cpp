@@ -2,6 +2,7 @@
 // commands the front runs without loading LibTorch, and that every other command line, help
 // included, reads through the front exactly as the engine answers it.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "program.h"
+#include "serve/serve_options.h"
 
 namespace fs = std::filesystem;
 using namespace attnmt::test;
@@ -119,4 +121,28 @@ TEST_CASE("without the engine beside it, the front runs its own commands and nam
   CHECK_THAT(r.output, Catch::StartsWith("attnmt: error: cannot start " + (dir / "attnmt-engine").string()));
   CHECK(occurrences(r.output, "\n") == 1);
   fs::remove_all(dir);
+}
+
+TEST_CASE("serve --help states the defaults ServeOptions has", "[e2e][front][help]") {
+  const attnmt::ServeOptions d;
+  const std::string help = run("serve --help").output;
+  for (const std::string& stated :
+       {fmt::format("(default {}: this machine only)", d.host), fmt::format("(default {}; 0 = any free port", d.port),
+        fmt::format("(default 0: {} on a CPU", attnmt::kCpuBatchSentences),
+        fmt::format("{} on a GPU)", attnmt::kGpuBatchSentences),
+        fmt::format("batch with (default {})", d.batching.max_wait_ms),
+        fmt::format("503 (default {})", d.batching.max_queue_sentences),
+        fmt::format("413 (default {})", d.max_request_sentences),
+        fmt::format("413 (default {} bytes)", d.max_body_bytes), fmt::format("504 (default {})", d.request_timeout_s)}) {
+    INFO(stated);
+    CHECK(help.find(stated) != std::string::npos);
+  }
+  // 0 batch sentences is the device's default, as the batcher reads it.
+  attnmt::BatcherLimits limits;
+  CHECK(limits.max_batch_sentences == 0);
+  CHECK(attnmt::batch_sentences(limits) == attnmt::kCpuBatchSentences);
+  limits.cpu = false;
+  CHECK(attnmt::batch_sentences(limits) == attnmt::kGpuBatchSentences);
+  limits.max_batch_sentences = 3;
+  CHECK(attnmt::batch_sentences(limits) == 3);
 }
