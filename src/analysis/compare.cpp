@@ -200,8 +200,7 @@ VariantReport evaluate_run(const Run& run, const Bench& b, bool samples, std::ve
                          (fs::path(save_dir) / "train.log").string() + "'");
     }
   }
-  if (!fs::is_directory(save_dir) ||
-      (!fs::exists(fs::path(save_dir) / "best.pt") && list_step_checkpoints(save_dir).empty())) {
+  if (!fs::is_directory(save_dir) || !has_model(save_dir)) {
     throw InputError("'" + run.path + "': no trained model in '" + save_dir +
                      "' (train it first, or pass --train-missing)");
   }

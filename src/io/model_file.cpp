@@ -362,6 +362,13 @@ std::vector<std::string> list_step_checkpoints(const std::string& save_dir) {
   return out;
 }
 
+bool has_model(const std::string& model) {
+  std::error_code ec;
+  if (!fs::exists(model, ec)) return false;
+  if (!fs::is_directory(model, ec)) return true;
+  return fs::exists(fs::path(model) / "best.pt", ec) || !list_step_checkpoints(model).empty();
+}
+
 std::string find_model_file(const std::string& model, const std::string& checkpoint) {
   if (!checkpoint.empty()) return checkpoint;
   std::error_code ec;

@@ -101,6 +101,10 @@ struct LoadedModel {
 // scope load or call in the config's key table (config/loader.h). InputError for any other key.
 void check_decode_settings(const std::vector<std::string>& settings);
 
+// Whether `model` names a model find_model_file finds: a file, or a save dir with best.pt or a
+// ckpt.<step>.pt. The one answer to "is there a model here?" (compare, bench and decoding ask it).
+bool has_model(const std::string& model);
+
 // `model` is a model file, or a save dir (its best.pt, else its newest step checkpoint);
 // `checkpoint`, when not empty, names the file instead (a save dir's other checkpoint).
 // InputError naming the path when there is no model there.
