@@ -44,7 +44,7 @@ struct Field {
 #define ATTNMT_API_FIELD(name, type) \
   {"decode." #name, {type, [](const DecodeOptions& o) { return as_setting(o.name); }}}
 
-// DecodeOptions' fields, by key. The key table (config/loader.cpp) is the list: fields() refuses
+// DecodeOptions' fields, by key. The key table (config/key_table.cpp) is the list: fields() refuses
 // to run while a per-call key has no field here or a field no longer is one, so that the struct
 // cannot fall behind the program's keys unnoticed (tests/api run it).
 const std::map<std::string, Field>& fields() {

@@ -1,7 +1,7 @@
 // The experiment configuration: typed structs with their defaults. Parsed once from YAML by
-// config/loader.cpp (the only file that includes yaml-cpp), validated there, and then passed
-// around as these plain structs. Every field here is a YAML key of the same dotted name
-// (e.g. model.encoder.hidden_size); its entry in config/loader.cpp's key table says when it may
+// config/yaml_io.cpp (the only file that includes yaml-cpp), validated by config/validate.cpp,
+// and then passed around as these plain structs. Every field here is a YAML key of the same dotted name
+// (e.g. model.encoder.hidden_size); its entry in config/key_table.cpp's key table says when it may
 // change, the values it takes and its help line, and docs/config.md shows that table.
 #pragma once
 #include <cstdint>

@@ -58,7 +58,7 @@ enum class KeyScope {
   call,   // also per call: the Python module's translate(..., beam_size=...)
 };
 
-// One key as config/loader.cpp's table describes it; docs/config.md's tables show the same
+// One key as config/key_table.cpp's table describes it; docs/config.md's tables show the same
 // (tests/base/test_config.cpp compares them).
 struct KeyInfo {
   std::string key;            // "decode.beam_size"

@@ -1,7 +1,7 @@
 // A source toolkit's model options as plain values, whether they come from a checkpoint's pickled
 // argparse.Namespace (OpenNMT-py) or a YAML file (Joey NMT), with typed lookups that name the
 // file and the option when a value has the wrong type (attnmt convert reads them; read_yaml_tree
-// is in config/loader.cpp, the one file that includes yaml-cpp).
+// is in config/yaml_io.cpp, the one file that includes yaml-cpp).
 #pragma once
 #include <cstdint>
 #include <map>

@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 namespace attnmt {
 namespace {
 
-// The keys a call may change (config/loader.cpp's table: scope `call`, every one a decode.* key),
+// The keys a call may change (config/key_table.cpp's table: scope `call`, every one a decode.* key),
 // by their names under decode:, in the table's order.
 const std::vector<std::string>& call_keys() {
   static const std::vector<std::string> keys = [] {
