@@ -1,25 +1,64 @@
 #!/usr/bin/env bash
-# Checks the include edges between the folders of src/ against the layering (no exceptions)
-#   cli / python / api -> analysis / train / bench / serve / convert -> decoding / io -> model -> attention -> runtime / util
-# (with config, data, eval, align, report, pyformat as base libraries below the model's code). A file may
-# include its own folder and folders of a lower rank; anything else is a forbidden edge, printed
-# with its file and line, and the script exits 1. `--table` also prints every edge with its count.
-#   scripts/check_layering.sh [--table]
+# The layering of src/'s folders, stated once (the rank table below), and checked:
+#   scripts/check_layering.sh               every include edge between folders goes down the ranks
+#                                           (a file may include its own folder and folders of a lower
+#                                           rank; anything else is printed with its file and line)
+#   scripts/check_layering.sh --table       also prints every edge with its count
+#   scripts/check_layering.sh --diagram     prints the ranks as docs/architecture.md draws them
+#   scripts/check_layering.sh --docs FILE   FILE's layer diagram is --diagram's, and its folder table
+#                                           has one row per folder of src/ and no other
+# Exits 1 on any violation (a CTest test runs the first and the last).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-declare -A rank=(
-  [util]=0
-  [runtime]=1 [config]=1 [eval]=1 [align]=1 [parallel]=1 [pyformat]=1
-  [data]=2 [report]=2
-  [spm_plugin]=3 [attention]=3
-  [model]=4
-  [io]=5 [decoding]=5
-  [analysis]=6 [bench]=6 [train]=6 [serve]=6 [convert]=6
-  [cli]=7 [python]=7 [api]=7
+# Lowest first; folders of one rank never include each other.
+ranks=(
+  "util"
+  "runtime config eval align pyformat"
+  "data report"
+  "spm_plugin attention"
+  "model"
+  "io decoding"
+  "analysis bench train serve convert"
+  "cli python api"
 )
+declare -A rank=()
+for r in "${!ranks[@]}"; do for f in ${ranks[$r]}; do rank[$f]=$r; done; done
+
+diagram() {
+  local indent="" top=$((${#ranks[@]} - 1))
+  for ((r = top; r >= 0; r--)); do
+    local names=${ranks[$r]// / · }
+    if ((r == top)); then echo "$names"; else echo "${indent}└─▶ $names"; indent="$indent     "; fi
+  done
+}
+
+if [ "${1:-}" = "--diagram" ]; then diagram; exit 0; fi
 
 status=0
+if [ "${1:-}" = "--docs" ]; then
+  doc=${2:?usage: --docs FILE}
+  # The first fenced block after the "## Layers" heading.
+  drawn=$(awk '/^## Layers/{on=1} on && /^```/{n++; if (n == 2) exit; next} on && n == 1' "$doc")
+  if [ "$drawn" != "$(diagram)" ]; then
+    echo "layering: $doc: the diagram under '## Layers' is not the rank table's; it should read:"
+    diagram
+    status=1
+  fi
+  rows=$(grep -oE '^\| `src/[a-z_]+`' "$doc" | sed -E 's/.*src\/([a-z_]+)`/\1/' | sort)
+  folders=$(find src -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort)
+  if [ "$rows" != "$folders" ]; then
+    echo "layering: $doc: the folder table's rows are not src/'s folders:"
+    diff <(echo "$folders") <(echo "$rows") | grep -E '^[<>]' | sed 's/^</  missing a row:/; s/^>/  a row without a folder:/' || true
+    status=1
+  fi
+  for f in $folders; do
+    [ -n "${rank[$f]+x}" ] || { echo "layering: src/$f has no rank in scripts/check_layering.sh"; status=1; }
+  done
+  if ((status == 0)); then echo "layering: $doc agrees with the rank table"; fi
+  exit $status
+fi
+
 declare -A edges=()
 while IFS=: read -r file line text; do
   from=${file#src/}; from=${from%%/*}

@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "config/loader.h"
-#include "data/batcher.h"
+#include "data/examples.h"
 #include "data/corpus.h"
 #include "data/lexicon.h"
 #include "data/tokenizer.h"

@@ -1,30 +1,12 @@
-// Encoded examples and length-bucketed batches.
+// Length-bucketed batches of encoded examples (data/examples.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "data/corpus.h"
-#include "data/tokenizer.h"
+#include "data/examples.h"
 
 namespace attnmt {
-
-struct Example {
-  std::vector<int> src;  // subword ids, no bos/eos
-  std::vector<int> tgt;  // subword ids, no bos/eos
-  size_t line = 0;       // 0-based line in the original files
-};
-
-struct Dataset {
-  std::vector<Example> examples;
-  size_t skipped_empty = 0;  // pairs with an empty side
-  size_t skipped_long = 0;   // pairs with a side longer than max_length tokens
-};
-
-// Encodes every pair; skips (and counts) empty pairs and, when max_length > 0, pairs longer
-// than max_length tokens on either side. The caller logs the counts. `threads` encode slices of
-// the corpus side by side (0 = one per core); the result is the same for any number.
-Dataset encode_dataset(const ParallelText& text, const Tokenizers& tokenizers, int max_length, int threads = 0);
 
 // The batches of one epoch, as lists of indices into `examples`. Examples are sorted by length
 // within buckets so padding is small; when `shuffle`, bucket contents and batch order are

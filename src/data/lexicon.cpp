@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "data/batcher.h"
+#include "data/examples.h"
 #include "util/error.h"
 #include "util/progress.h"
 #include "util/text_io.h"

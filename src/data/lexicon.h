@@ -64,7 +64,7 @@ constexpr int kLexiconKeep = 100;
 Lexicon train_lexicon(const std::vector<std::vector<int>>& src, const std::vector<std::vector<int>>& tgt,
                       int src_vocab, int tgt_vocab, int iterations, int keep);
 
-// The same over encoded training pairs (data/batcher.h).
+// The same over encoded training pairs (data/examples.h).
 struct Example;
 Lexicon train_lexicon(const std::vector<Example>& examples, int src_vocab, int tgt_vocab, int iterations, int keep);
 

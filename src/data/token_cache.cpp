@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "data/batcher.h"
+#include "data/examples.h"
 #include "data/corpus.h"
 #include "data/memo_encoder.h"
 #include "util/error.h"

@@ -5,7 +5,7 @@
 
 #include "decoding/translator.h"
 #include "eval/simuleval_log.h"
-#include "parallel/workers.h"
+#include "runtime/workers.h"
 
 namespace attnmt {
 

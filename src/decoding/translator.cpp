@@ -14,7 +14,7 @@
 #include "decoding/constraints.h"
 #include "decoding/mbr.h"
 #include "decoding/search.h"
-#include "parallel/workers.h"
+#include "runtime/workers.h"
 #include "util/decode_phases.h"
 #include "util/error.h"
 #include "util/logging.h"

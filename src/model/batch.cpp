@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "data/batcher.h"
 #include "data/tokenizer.h"
 #include "model/loss.h"
 

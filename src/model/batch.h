@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "data/batcher.h"
+#include "data/examples.h"
 #include "model/seq2seq.h"
 
 namespace attnmt {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "parallel/workers.h"
+#include "runtime/workers.h"
 #include "util/seed_mix.h"
 
 namespace attnmt {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "data/batcher.h"
+#include "data/examples.h"
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "decoding/translator.h"

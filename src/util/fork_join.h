@@ -1,6 +1,6 @@
 // The one way attnmt runs work on several threads at once: tokenizing slices of a corpus
 // (data/batcher.cpp, data/token_cache.cpp) and the workers and replicas of decoding and training
-// (parallel/workers.h, which adds LibTorch's intra-op thread count per worker).
+// (runtime/workers.h, which adds LibTorch's intra-op thread count per worker).
 #pragma once
 #include <cstddef>
 #include <functional>

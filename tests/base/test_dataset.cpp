@@ -1,4 +1,4 @@
-// data/batcher.h's encode_dataset: the corpus encoded on several threads is the one-thread
+// data/examples.h's encode_dataset: the corpus encoded on several threads is the one-thread
 // dataset, example for example (ids, line numbers, what was skipped and why).
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "data/batcher.h"
+#include "data/examples.h"
 #include "data/tokenizer.h"
 
 namespace fs = std::filesystem;

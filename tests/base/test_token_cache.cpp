@@ -1,4 +1,4 @@
-// data/token_cache.h, data/train_data.h and the windowed make_batches: the cached corpus is the
+// data/token_cache.h, data/train_pairs.h and the windowed make_batches: the cached corpus is the
 // in-memory one (encode_dataset) example for example; a later open maps it without tokenizing;
 // changed text, another vocabulary or a damaged file rebuild it; bad text names its line and leaves
 // no file; several weighted corpora give their shares of each epoch.
@@ -21,7 +21,7 @@
 #include "data/memo_encoder.h"
 #include "data/token_cache.h"
 #include "data/tokenizer.h"
-#include "data/train_data.h"
+#include "data/train_pairs.h"
 #include "util/error.h"
 #include "util/text_io.h"
 
@@ -102,11 +102,11 @@ TEST_CASE("token cache: built once, mapped later, the in-memory corpus line for 
   CHECK_FALSE(mapped.built());
   check_same(mapped, f.text, f.tokenizers);
 
-  // TrainData keeps what encode_dataset keeps, in the same order.
+  // TrainPairs keeps what encode_dataset keeps, in the same order.
   const auto dataset = attnmt::encode_dataset(f.text, f.tokenizers, 10, 1);
   std::vector<attnmt::TrainCorpus> one;
   one.push_back({TokenCorpus::open(f.corpus, f.tokenizers, f.cache(), 1, "train"), 1.0, "train"});
-  const attnmt::TrainData data(std::move(one), 10);
+  const attnmt::TrainPairs data(std::move(one), 10);
   REQUIRE(data.size() == dataset.examples.size());
   CHECK(data.skipped_empty(0) == dataset.skipped_empty);
   CHECK(data.skipped_long(0) == dataset.skipped_long);
@@ -239,7 +239,7 @@ TEST_CASE("train data: weighted corpora give their shares of each epoch", "[data
     std::vector<attnmt::TrainCorpus> corpora;
     corpora.push_back({TokenCorpus::open(f.corpus, f.tokenizers, f.cache(), 2, "big"), w1, "big"});
     corpora.push_back({TokenCorpus::open(small, f.tokenizers, f.cache(), 2, "small"), w2, "small"});
-    return attnmt::TrainData(std::move(corpora), 0);
+    return attnmt::TrainPairs(std::move(corpora), 0);
   };
   const auto data = make(1, 1);
   const size_t big = data.kept(0), little = data.kept(1);

@@ -1,4 +1,4 @@
-#include "data/train_data.h"
+#include "data/train_pairs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 namespace attnmt {
 
-TrainData::TrainData(std::vector<TrainCorpus> corpora, int max_length) : corpora_(std::move(corpora)) {
+TrainPairs::TrainPairs(std::vector<TrainCorpus> corpora, int max_length) : corpora_(std::move(corpora)) {
   first_.push_back(0);
   for (const auto& c : corpora_) {
     size_t empty = 0, long_ = 0;
@@ -51,7 +51,7 @@ TrainData::TrainData(std::vector<TrainCorpus> corpora, int max_length) : corpora
   for (size_t i = 0; given < total && !remainders.empty(); ++i, ++given) ++quota_[remainders[i % remainders.size()].second];
 }
 
-std::vector<size_t> TrainData::epoch_examples(uint64_t seed, int64_t epoch) const {
+std::vector<size_t> TrainPairs::epoch_examples(uint64_t seed, int64_t epoch) const {
   std::vector<size_t> out;
   if (corpora_.size() == 1) {
     out.resize(size());
@@ -79,7 +79,7 @@ std::vector<size_t> TrainData::epoch_examples(uint64_t seed, int64_t epoch) cons
   return out;
 }
 
-std::vector<Example> TrainData::gather(const std::vector<size_t>& ids) const {
+std::vector<Example> TrainPairs::gather(const std::vector<size_t>& ids) const {
   std::vector<Example> out(ids.size());
   for (size_t k = 0; k < ids.size(); ++k) {
     const size_t i = ids[k];

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "data/batcher.h"
+#include "data/examples.h"
 #include "data/token_cache.h"
 
 namespace attnmt {
@@ -19,9 +19,9 @@ struct TrainCorpus {
   std::string name;  // "'a.de' / 'a.en'", for the log
 };
 
-class TrainData {
+class TrainPairs {
  public:
-  TrainData(std::vector<TrainCorpus> corpora, int max_length);
+  TrainPairs(std::vector<TrainCorpus> corpora, int max_length);
 
   size_t size() const { return line_.size(); }  // kept pairs, every corpus
   size_t corpus_count() const { return corpora_.size(); }

@@ -6,20 +6,20 @@
 #include <optional>
 
 #include "config/config.h"
-#include "data/batcher.h"
 #include "data/bpe_dropout.h"
 #include "data/corpus.h"
+#include "data/examples.h"
 #include "data/lexicon.h"
 #include "data/tokenizer.h"
-#include "data/train_data.h"
+#include "data/train_pairs.h"
 
 namespace attnmt {
 
 class Distributed;
 
-struct TrainingData {
+struct TrainingInputs {
   Tokenizers tokenizers;
-  std::unique_ptr<TrainData> train;
+  std::unique_ptr<TrainPairs> train;
   std::optional<BpeDropout> src_bpe_dropout, tgt_bpe_dropout;  // data.src_bpe_dropout / tgt_bpe_dropout
   std::shared_ptr<const Lexicon> lexicon;                      // decode.shortlist (else null)
   ParallelText valid_text;
@@ -28,6 +28,6 @@ struct TrainingData {
 
 // Logs what it kept and skipped. Rank 0 writes the tokenizers and the lexicon into
 // train.save_dir. InputError when no training pair is usable.
-TrainingData prepare_training_data(const Config& config, Distributed& dist);
+TrainingInputs prepare_training_inputs(const Config& config, Distributed& dist);
 
 }  // namespace attnmt

@@ -1,4 +1,4 @@
-#include "train/training_data.h"
+#include "train/training_inputs.h"
 
 #include <chrono>
 #include <filesystem>
@@ -44,8 +44,8 @@ Tokenizers share_tokenizers(const Config& cfg, Distributed& dist, const Tokenize
 
 }  // namespace
 
-TrainingData prepare_training_data(const Config& cfg, Distributed& dist) {
-  TrainingData d;
+TrainingInputs prepare_training_inputs(const Config& cfg, Distributed& dist) {
+  TrainingInputs d;
   const auto corpora = training_corpora(cfg.data);
   auto valid_text = read_parallel(cfg.data.valid, "valid");
   d.tokenizers = dist.is_main() ? load_or_train_tokenizers(cfg.tokenizer, cfg.train.save_dir, corpora, cfg.train.seed)
@@ -60,7 +60,7 @@ TrainingData prepare_training_data(const Config& cfg, Distributed& dist) {
     sources.push_back(TrainCorpus{TokenCorpus::open(corpora[c], d.tokenizers, cache_dir, cfg.threads, what),
                                   corpora[c].weight, "'" + corpora[c].src + "' / '" + corpora[c].tgt + "'"});
   }
-  d.train = std::make_unique<TrainData>(std::move(sources), cfg.data.max_length);
+  d.train = std::make_unique<TrainPairs>(std::move(sources), cfg.data.max_length);
   for (size_t c = 0; c < d.train->corpus_count(); ++c) {
     const std::string what = training_corpus_name(c, corpora.size());
     spdlog::info("[data] {}: {} pairs kept, {} skipped as empty, {} skipped as longer than {} tokens", what,

@@ -1,4 +1,4 @@
-#include "parallel/workers.h"
+#include "runtime/workers.h"
 
 #include <ATen/Parallel.h>
 
