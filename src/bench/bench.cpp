@@ -16,9 +16,10 @@
 
 #include "bench/flops.h"
 #include "config/loader.h"
-#include "data/batcher.h"
 #include "data/corpus.h"
+#include "data/examples.h"
 #include "eval/metrics.h"
+#include "io/model_file.h"
 #include "io/train_log.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
@@ -329,6 +330,188 @@ MeanLengths mean_lengths(const DataConfig& data, const Tokenizers& tokenizers) {
 
 }  // namespace
 
+namespace {
+
+// One config at one thread count: what run_bench measures, step by step, into `run`.
+struct BenchRun {
+  const BenchOptions& o;
+  const Config& cfg;
+  std::string config_path, name, model_dir, dir;
+  int threads = 1;
+  std::function<void(const std::string&)> phase;  // the progress line's text
+  json run;
+};
+
+json machine_info() {
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  return {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}, {"libtorch", TORCH_VERSION},
+          {"blas", blas_description()}, {"malloc", malloc_description()}, {"bf16", cpu_has_bf16()},
+          {"bf16_kernel", bf16_kernel_name(bf16_kernel(this_cpu_flags()))}, {"cpu_flags", kernel_flags(this_cpu_flags())},
+          {"omp_wait_policy", wait_policy ? wait_policy : ""}};
+}
+
+// A fresh work directory for the run, with the decode model's tokenizers, so that no child trains
+// SentencePiece again.
+void prepare_run_dir(const BenchRun& b) {
+  fs::remove_all(b.dir);
+  fs::create_directories(b.dir);
+  for (const char* f : {"spm.model", "spm.vocab", "spm.src.model", "spm.src.vocab", "spm.tgt.model", "spm.tgt.vocab"}) {
+    std::error_code ec;
+    if (fs::exists(fs::path(b.model_dir) / f)) fs::copy_file(fs::path(b.model_dir) / f, fs::path(b.dir) / f, ec);
+  }
+}
+
+// Training speed: (repeats + 1) windows of updates in a child `attnmt train`, the first a warm-up.
+void bench_training(BenchRun& b) {
+  const auto& o = b.o;
+  const auto& config_path = b.config_path;
+  const auto& name = b.name;
+  const auto& dir = b.dir;
+  const int threads = b.threads;
+  auto& run = b.run;
+  auto& phase = b.phase;
+  const int steps = o.window_steps * (o.repeats + 1);
+  spdlog::info("[bench] {}: training {} updates at {} thread(s)", name, steps, threads);
+  phase("training at " + std::to_string(threads) + " thread(s)");
+  std::vector<std::string> train_args = {"train", config_path};
+  for (const auto& s : o.overrides) train_args.insert(train_args.end(), {"--set", s});
+  train_args.insert(train_args.end(), {"--threads", std::to_string(threads), "--set",
+                          "train.save_dir=" + dir, "--set", "train.max_steps=" + std::to_string(steps), "--set",
+                          "train.report_every=" + std::to_string(o.window_steps), "--set",
+                          "train.valid_every=1000000000", "--set", "train.max_minutes=0", "--set",
+                          "train.max_epochs=0", "--set", "train.valid_metric=ppl", "--set", "train.patience=0",
+                          "--set", "data.test.src=", "--set", "data.test.tgt=", "--set", "decode.shortlist=false"});
+  auto child = run_attnmt(train_args, dir + "/train.out");
+  std::vector<double> windows;
+  const auto log = read_train_log(dir + "/log.jsonl");
+  if (!log) throw RuntimeError("bench: training wrote no '" + dir + "/log.jsonl' (see " + dir + "/train.out)");
+  for (const auto& t : log->all<TrainRecord>()) {
+    if (t.step > o.window_steps) windows.push_back(t.tgt_tokens_per_sec);  // the first window warms up
+  }
+  run["train"] = {{"tgt_tokens_per_sec", to_json(stats_of(windows))}, {"windows", windows},
+                  {"window_steps", o.window_steps}, {"peak_rss_mib", child.peak_rss_mib}};
+}
+
+// The products' ceiling at the model's training shapes, and training's share of it.
+void bench_gemm_ceiling(BenchRun& b, const ModelArithmetic& arith) {
+  const auto& cfg = b.cfg;
+  const auto& name = b.name;
+  auto& run = b.run;
+  spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, b.threads);
+  b.phase("GEMM ceiling");
+  run["ceiling"]["fp32"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kFloat);
+  if (cpu_has_bf16()) run["ceiling"]["bf16"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kBFloat16);
+  if (run.contains("train")) {
+    const double achieved = run["train"]["tgt_tokens_per_sec"]["median"].get<double>() *
+                            arith.train_flops_per_target_token / 1e9;
+    run["train"]["achieved_gflops"] = achieved;
+    const std::string ceiling = cfg.train.precision == "bf16" && run["ceiling"].contains("bf16") ? "bf16" : "fp32";
+    run["train"]["utilisation"] = achieved / run["ceiling"][ceiling]["gflops"].get<double>();
+    run["train"]["utilisation_of"] = ceiling;
+  }
+}
+
+// Decoding speed in child `attnmt translate`s: greedy, beam, int8 beam (and one sentence a batch).
+void bench_decoding(BenchRun& b, const ModelArithmetic& arith, const MeanLengths& lengths, const std::string& src,
+                    const std::string& ref) {
+  const auto& o = b.o;
+  const auto& cfg = b.cfg;
+  const auto& name = b.name;
+  const auto& dir = b.dir;
+  const auto& model_dir = b.model_dir;
+  const int threads = b.threads;
+  auto& run = b.run;
+  auto& phase = b.phase;
+  const auto refs = ref.empty() ? std::vector<std::string>{} : read_lines(ref);
+  struct Mode {
+    std::string name;
+    int beam, batch;
+    std::string precision;
+  };
+  std::vector<Mode> modes = {{"greedy", 1, cfg.decode.batch_size, cfg.decode.precision},
+                             {"beam", cfg.decode.beam_size, cfg.decode.batch_size, cfg.decode.precision}};
+  // int8 beside the config's own precision: the same model, the same run (runtime/int8_gemm.h).
+  if (cfg.decode.precision != "int8") {
+    modes.push_back({"beam_int8", cfg.decode.beam_size, cfg.decode.batch_size, "int8"});
+  }
+  if (o.baseline) modes.push_back({"beam_one_sentence", cfg.decode.beam_size, 1, cfg.decode.precision});
+  if (o.decode_ceiling_only) modes.clear();
+  const auto decode_arith = decode_arithmetic(arith, cfg.train.batch_size, lengths.tgt);
+  for (const auto& mode : modes) {
+    std::vector<double> whole, inner, whole_tok, inner_tok, rss;
+    double bleu = -1;
+    std::string allocator;  // as translate reports it
+    bool packed_weights = false;
+    for (int r = 0; r < o.repeats; ++r) {
+      spdlog::info("[bench] {}: decoding ({}, beam {}, batch {}) at {} thread(s), run {}/{}", name, mode.name,
+                   mode.beam, mode.batch, threads, r + 1, o.repeats);
+      phase("decoding " + mode.name + ", run " + std::to_string(r + 1) + "/" + std::to_string(o.repeats));
+      const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
+      auto child = run_attnmt({"translate", "--model", model_dir, "--input", src, "--output", hyp,
+                              "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
+                              "--threads", std::to_string(threads), "--precision", mode.precision,
+                              "--packed-weights", cfg.decode.packed_weights ? "true" : "false",
+                              "--workers", std::to_string(cfg.decode.workers), "--shortlist",
+                              cfg.decode.shortlist ? "true" : "false", "--stats", stats_file},
+                             dir + "/" + mode.name + ".out");
+      const auto stats = json::parse(read_file(stats_file));
+      const double sentences = stats["sentences"].get<double>(), tokens = stats["target_tokens"].get<double>();
+      const double seconds = stats["translate_seconds"].get<double>();
+      whole.push_back(sentences / child.seconds);
+      whole_tok.push_back(tokens / child.seconds);
+      inner.push_back(sentences / seconds);
+      inner_tok.push_back(tokens / seconds);
+      rss.push_back(child.peak_rss_mib);
+      allocator = stats.value("cpu_allocator", "");
+      packed_weights = stats.value("packed_weights", false);
+      if (r == 0 && !refs.empty()) bleu = corpus_bleu(read_lines(hyp), refs).score;
+    }
+    // Achieved GFLOP/s while translating: every step's products for each of the beam's rows
+    // (counted per output token: rows that end early are not subtracted) and the encoder's.
+    const double achieved = (decode_arith.step_flops_per_row * mode.beam * stats_of(inner_tok).median +
+                             decode_arith.encoder_flops_per_sentence * stats_of(inner).median) / 1e9;
+    run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch}, {"precision", mode.precision},
+                                {"achieved_gflops", achieved},
+                                {"sentences_per_sec_process", to_json(stats_of(whole))},
+                                {"tokens_per_sec_process", to_json(stats_of(whole_tok))},
+                                {"sentences_per_sec_translate", to_json(stats_of(inner))},
+                                {"tokens_per_sec_translate", to_json(stats_of(inner_tok))},
+                                {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu},
+                                {"cpu_allocator", allocator}, {"packed_weights", packed_weights}};
+  }
+}
+
+// Decoding's ceiling (per instruction-set level too), and each decoding mode's share of it.
+void bench_decode_ceiling(BenchRun& b, const ModelArithmetic& arith) {
+  const auto& o = b.o;
+  const auto& cfg = b.cfg;
+  auto& run = b.run;
+  b.phase("decoding's GEMM ceiling");
+  const auto rows = static_cast<int64_t>(cfg.decode.batch_size) * cfg.decode.beam_size;
+  run["decode_ceiling"] = decode_ceiling(arith, rows, !o.decode_ceiling_only);
+  if (!o.decode_ceiling_only && !o.isa_levels.empty()) {
+    b.phase("decoding's GEMM ceiling per instruction-set level");
+    run["decode_ceiling_per_isa"] =
+        ceilings_per_level(o, b.config_path, b.model_dir, b.threads, b.dir, run["decode_ceiling"]);
+  }
+  const auto& ceiling = run["decode_ceiling"];
+  // (a --decode-ceiling-only child decodes nothing: its run has no "decode")
+  if (run.contains("decode")) {
+    for (auto& [mode, d] : run["decode"].items()) {
+      const std::string precision = d["precision"];
+      const std::string of = ceiling.contains(precision) ? precision : "fp32";
+      d["utilisation"] = d["achieved_gflops"].get<double>() / ceiling[of]["gflops"].get<double>();
+      d["utilisation_of"] = of;
+      // Decoding's share of the fastest ceiling this CPU has, whatever precision it ran in.
+      const std::string fastest = ceiling["fastest"];
+      d["share_of_fastest"] = d["achieved_gflops"].get<double>() / ceiling[fastest]["gflops"].get<double>();
+      d["fastest"] = fastest;
+    }
+  }
+}
+
+}  // namespace
+
 json run_bench(const BenchOptions& o) {
   if (o.configs.empty()) throw InputError("bench: no config given");
   if (!o.models.empty() && o.models.size() != o.configs.size()) {
@@ -338,14 +521,7 @@ json run_bench(const BenchOptions& o) {
   const std::string work = o.work_dir.empty() ? (fs::temp_directory_path() / ("attnmt_bench." + std::to_string(::getpid()))).string()
                                               : o.work_dir;
   fs::create_directories(work);
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  json results = {
-      {"machine",
-       {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}, {"libtorch", TORCH_VERSION},
-        {"blas", blas_description()}, {"malloc", malloc_description()}, {"bf16", cpu_has_bf16()},
-        {"bf16_kernel", bf16_kernel_name(bf16_kernel(this_cpu_flags()))}, {"cpu_flags", kernel_flags(this_cpu_flags())},
-        {"omp_wait_policy", wait_policy ? wait_policy : ""}}},
-      {"runs", json::array()}};
+  json results = {{"machine", machine_info()}, {"runs", json::array()}};
   spdlog::info("[bench] {} ({}) | {} cores | LibTorch {} | {} | bf16 products: {} | malloc: {}",
                results["machine"]["cpu"].get<std::string>(), kernel_flags(this_cpu_flags()),
                std::thread::hardware_concurrency(), TORCH_VERSION, blas_description(),
@@ -356,74 +532,27 @@ json run_bench(const BenchOptions& o) {
     const auto& config_path = o.configs[c];
     const Config cfg = load_config_file(config_path, o.overrides);
     const std::string name = fs::path(config_path).stem().string();
-    auto phase = [&](const std::string& what) { bar.update(static_cast<int64_t>(c), {name + ": " + what}, "", true); };
     const std::string model_dir = o.models.empty() ? cfg.train.save_dir : o.models[c];
-    const bool have_model = fs::is_regular_file(model_dir) || fs::exists(fs::path(model_dir) / "best.pt") ||
-                            (fs::is_directory(model_dir) && [&] {
-                              for (const auto& e : fs::directory_iterator(model_dir))
-                                if (e.path().extension() == ".pt") return true;
-                              return false;
-                            }());
+    const bool have_model = has_model(model_dir);
     for (const int requested : o.threads) {
-      const int threads = resolve_threads(requested);
-      const std::string tag = name + ".t" + std::to_string(threads);
-      json run = {{"config", config_path}, {"name", name}, {"threads", threads}, {"precision", cfg.train.precision},
-                  {"shortlist", cfg.decode.shortlist}, {"attention", cfg.model.attention.type}, {"batch_size", cfg.train.batch_size}};
-      const std::string dir = (fs::path(work) / tag).string();
-      fs::remove_all(dir);
-      fs::create_directories(dir);
-      // Tokenizers: the decode model's, so that no child trains SentencePiece again.
-      for (const char* f : {"spm.model", "spm.vocab", "spm.src.model", "spm.src.vocab", "spm.tgt.model", "spm.tgt.vocab"}) {
-        std::error_code ec;
-        if (fs::exists(fs::path(model_dir) / f)) fs::copy_file(fs::path(model_dir) / f, fs::path(dir) / f, ec);
-      }
-
-      if (o.train) {
-        const int steps = o.window_steps * (o.repeats + 1);
-        spdlog::info("[bench] {}: training {} updates at {} thread(s)", name, steps, threads);
-        phase("training at " + std::to_string(threads) + " thread(s)");
-        std::vector<std::string> train_args = {"train", config_path};
-        for (const auto& s : o.overrides) train_args.insert(train_args.end(), {"--set", s});
-        train_args.insert(train_args.end(), {"--threads", std::to_string(threads), "--set",
-                                "train.save_dir=" + dir, "--set", "train.max_steps=" + std::to_string(steps), "--set",
-                                "train.report_every=" + std::to_string(o.window_steps), "--set",
-                                "train.valid_every=1000000000", "--set", "train.max_minutes=0", "--set",
-                                "train.max_epochs=0", "--set", "train.valid_metric=ppl", "--set", "train.patience=0",
-                                "--set", "data.test.src=", "--set", "data.test.tgt=", "--set", "decode.shortlist=false"});
-        auto child = run_attnmt(train_args, dir + "/train.out");
-        std::vector<double> windows;
-        const auto log = read_train_log(dir + "/log.jsonl");
-        if (!log) throw RuntimeError("bench: training wrote no '" + dir + "/log.jsonl' (see " + dir + "/train.out)");
-        for (const auto& t : log->all<TrainRecord>()) {
-          if (t.step > o.window_steps) windows.push_back(t.tgt_tokens_per_sec);  // the first window warms up
-        }
-        run["train"] = {{"tgt_tokens_per_sec", to_json(stats_of(windows))}, {"windows", windows},
-                        {"window_steps", o.window_steps}, {"peak_rss_mib", child.peak_rss_mib}};
-      }
+      BenchRun b{o, cfg, config_path, name, model_dir, "", resolve_threads(requested), {}, {}};
+      b.phase = [&](const std::string& what) { bar.update(static_cast<int64_t>(c), {name + ": " + what}, "", true); };
+      b.dir = (fs::path(work) / (name + ".t" + std::to_string(b.threads))).string();
+      b.run = {{"config", config_path}, {"name", name}, {"threads", b.threads}, {"precision", cfg.train.precision},
+               {"shortlist", cfg.decode.shortlist}, {"attention", cfg.model.attention.type}, {"batch_size", cfg.train.batch_size}};
+      prepare_run_dir(b);
+      if (o.train) bench_training(b);
 
       // The arithmetic, from the training data's mean real lengths under the model's tokenizers.
-      configure_compute(threads, cfg.gemm);  // the ceiling is measured with the products the config asks for
-      run["gemm"] = gemm_description();
-      const auto tokenizers = load_or_train_tokenizers(cfg.tokenizer, dir, nullptr, cfg.train.seed);
+      configure_compute(b.threads, cfg.gemm);  // the ceiling is measured with the products the config asks for
+      b.run["gemm"] = gemm_description();
+      const auto tokenizers = load_or_train_tokenizers(cfg.tokenizer, b.dir, nullptr, cfg.train.seed);
       const auto lengths = mean_lengths(cfg.data, tokenizers);
       const auto arith = model_arithmetic(cfg.model, tokenizers.tgt->vocab_size(), cfg.train.batch_size,
                                           lengths.src, lengths.tgt);
-      run["flops"] = {{"train_flops_per_target_token", arith.train_flops_per_target_token},
-                      {"mean_src_tokens", lengths.src}, {"mean_tgt_tokens", lengths.tgt}};
-      if (o.gemm && !o.decode_ceiling_only) {
-        spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, threads);
-        phase("GEMM ceiling");
-        run["ceiling"]["fp32"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kFloat);
-        if (cpu_has_bf16()) run["ceiling"]["bf16"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kBFloat16);
-        if (run.contains("train")) {
-          const double achieved = run["train"]["tgt_tokens_per_sec"]["median"].get<double>() *
-                                  arith.train_flops_per_target_token / 1e9;
-          run["train"]["achieved_gflops"] = achieved;
-          const std::string ceiling = cfg.train.precision == "bf16" && run["ceiling"].contains("bf16") ? "bf16" : "fp32";
-          run["train"]["utilisation"] = achieved / run["ceiling"][ceiling]["gflops"].get<double>();
-          run["train"]["utilisation_of"] = ceiling;
-        }
-      }
+      b.run["flops"] = {{"train_flops_per_target_token", arith.train_flops_per_target_token},
+                        {"mean_src_tokens", lengths.src}, {"mean_tgt_tokens", lengths.tgt}};
+      if (o.gemm && !o.decode_ceiling_only) bench_gemm_ceiling(b, arith);
 
       if (o.decode && have_model) {
         const std::string src = o.test_src.empty() ? cfg.data.test.src : o.test_src;
@@ -431,93 +560,14 @@ json run_bench(const BenchOptions& o) {
         if (src.empty() && !o.decode_ceiling_only) {
           throw InputError("bench: " + config_path + " has no data.test and no --test-src was given");
         }
-        const auto refs = ref.empty() ? std::vector<std::string>{} : read_lines(ref);
-        struct Mode {
-          std::string name;
-          int beam, batch;
-          std::string precision;
-        };
-        std::vector<Mode> modes = {{"greedy", 1, cfg.decode.batch_size, cfg.decode.precision},
-                                   {"beam", cfg.decode.beam_size, cfg.decode.batch_size, cfg.decode.precision}};
-        // int8 beside the config's own precision: the same model, the same run (runtime/int8_gemm.h).
-        if (cfg.decode.precision != "int8") {
-          modes.push_back({"beam_int8", cfg.decode.beam_size, cfg.decode.batch_size, "int8"});
-        }
-        if (o.baseline) modes.push_back({"beam_one_sentence", cfg.decode.beam_size, 1, cfg.decode.precision});
-        if (o.decode_ceiling_only) modes.clear();
-        const auto decode_arith = decode_arithmetic(arith, cfg.train.batch_size, lengths.tgt);
-        for (const auto& mode : modes) {
-          std::vector<double> whole, inner, whole_tok, inner_tok, rss;
-          double bleu = -1;
-          std::string allocator;  // as translate reports it
-          bool packed_weights = false;
-          for (int r = 0; r < o.repeats; ++r) {
-            spdlog::info("[bench] {}: decoding ({}, beam {}, batch {}) at {} thread(s), run {}/{}", name, mode.name,
-                         mode.beam, mode.batch, threads, r + 1, o.repeats);
-            phase("decoding " + mode.name + ", run " + std::to_string(r + 1) + "/" + std::to_string(o.repeats));
-            const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
-            auto child = run_attnmt({"translate", "--model", model_dir, "--input", src, "--output", hyp,
-                                    "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
-                                    "--threads", std::to_string(threads), "--precision", mode.precision,
-                                    "--packed-weights", cfg.decode.packed_weights ? "true" : "false",
-                                    "--workers", std::to_string(cfg.decode.workers), "--shortlist",
-                                    cfg.decode.shortlist ? "true" : "false", "--stats", stats_file},
-                                   dir + "/" + mode.name + ".out");
-            const auto stats = json::parse(read_file(stats_file));
-            const double sentences = stats["sentences"].get<double>(), tokens = stats["target_tokens"].get<double>();
-            const double seconds = stats["translate_seconds"].get<double>();
-            whole.push_back(sentences / child.seconds);
-            whole_tok.push_back(tokens / child.seconds);
-            inner.push_back(sentences / seconds);
-            inner_tok.push_back(tokens / seconds);
-            rss.push_back(child.peak_rss_mib);
-            allocator = stats.value("cpu_allocator", "");
-            packed_weights = stats.value("packed_weights", false);
-            if (r == 0 && !refs.empty()) bleu = corpus_bleu(read_lines(hyp), refs).score;
-          }
-          // Achieved GFLOP/s while translating: every step's products for each of the beam's rows
-          // (counted per output token: rows that end early are not subtracted) and the encoder's.
-          const double achieved = (decode_arith.step_flops_per_row * mode.beam * stats_of(inner_tok).median +
-                                   decode_arith.encoder_flops_per_sentence * stats_of(inner).median) / 1e9;
-          run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch}, {"precision", mode.precision},
-                                      {"achieved_gflops", achieved},
-                                      {"sentences_per_sec_process", to_json(stats_of(whole))},
-                                      {"tokens_per_sec_process", to_json(stats_of(whole_tok))},
-                                      {"sentences_per_sec_translate", to_json(stats_of(inner))},
-                                      {"tokens_per_sec_translate", to_json(stats_of(inner_tok))},
-                                      {"peak_rss_mib", stats_of(rss).max}, {"bleu", bleu},
-                                      {"cpu_allocator", allocator}, {"packed_weights", packed_weights}};
-        }
-        if (o.gemm) {
-          phase("decoding's GEMM ceiling");
-          const auto rows = static_cast<int64_t>(cfg.decode.batch_size) * cfg.decode.beam_size;
-          run["decode_ceiling"] = decode_ceiling(arith, rows, !o.decode_ceiling_only);
-          if (!o.decode_ceiling_only && !o.isa_levels.empty()) {
-            phase("decoding's GEMM ceiling per instruction-set level");
-            run["decode_ceiling_per_isa"] =
-                ceilings_per_level(o, config_path, model_dir, threads, dir, run["decode_ceiling"]);
-          }
-          const auto& ceiling = run["decode_ceiling"];
-          // (a --decode-ceiling-only child decodes nothing: its run has no "decode")
-          if (run.contains("decode")) {
-            for (auto& [mode, d] : run["decode"].items()) {
-              const std::string precision = d["precision"];
-              const std::string of = ceiling.contains(precision) ? precision : "fp32";
-              d["utilisation"] = d["achieved_gflops"].get<double>() / ceiling[of]["gflops"].get<double>();
-              d["utilisation_of"] = of;
-              // Decoding's share of the fastest ceiling this CPU has, whatever precision it ran in.
-              const std::string fastest = ceiling["fastest"];
-              d["share_of_fastest"] = d["achieved_gflops"].get<double>() / ceiling[fastest]["gflops"].get<double>();
-              d["fastest"] = fastest;
-            }
-          }
-        }
-        run["decode_model"] = model_dir;
+        bench_decoding(b, arith, lengths, src, ref);
+        if (o.gemm) bench_decode_ceiling(b, arith);
+        b.run["decode_model"] = model_dir;
       } else if (o.decode) {
-        run["decode_skipped"] = "no trained model in " + model_dir;
+        b.run["decode_skipped"] = "no trained model in " + model_dir;
         spdlog::warn("[bench] {}: no trained model in '{}': decoding not measured", name, model_dir);
       }
-      results["runs"].push_back(run);
+      results["runs"].push_back(std::move(b.run));
     }
   }
   return results;

@@ -19,7 +19,7 @@
 #include "data/bpe_dropout.h"
 #include "data/corpus.h"
 #include "data/lexicon.h"
-#include "data/train_data.h"
+#include "data/train_pairs.h"
 #include "attention/registry.h"
 #include "data/tokenizer.h"
 #include "runtime/random.h"
@@ -30,7 +30,7 @@
 #include "train/distributed.h"
 #include "train/ema.h"
 #include "model/loss.h"
-#include "parallel/workers.h"
+#include "runtime/workers.h"
 #include "runtime/autocast.h"
 #include "runtime/compute.h"
 #include "runtime/gemm.h"
@@ -39,7 +39,7 @@
 #include "train/replicas.h"
 #include "train/run_dir.h"
 #include "train/schedule.h"
-#include "train/training_data.h"
+#include "train/training_inputs.h"
 #include "train/validation.h"
 #include "util/cpu_kernels.h"
 #include "util/error.h"
@@ -65,13 +65,35 @@ struct StopDecision {
   int signal = 0;     // SIGINT / SIGTERM seen by any rank
 };
 
+// The updates since the last report (train.report_every), for the report's loss, perplexity and
+// speed: rank 0's sums over the world's tokens.
+struct ReportWindow {
+  double loss = 0, nll = 0;  // summed over the window's target tokens
+  int64_t tokens = 0, steps = 0;
+  std::chrono::steady_clock::time_point start;
+  double allreduce_start = 0;  // dist_->gradient_seconds() when the window began
+
+  void add(double loss_sum, double nll_sum, int64_t target_tokens) {
+    loss += loss_sum;
+    nll += nll_sum;
+    tokens += target_tokens;
+    ++steps;
+  }
+  void reset(double allreduce_seconds) {
+    *this = ReportWindow{};
+    start = std::chrono::steady_clock::now();
+    allreduce_start = allreduce_seconds;
+  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+};
+
 class Trainer {
  public:
   explicit Trainer(const TrainRequest& request) : req_(request), cfg_(request.config) {}
   void run();
 
  private:
-  void prepare_data();  // train/training_data.h
+  void prepare_data();  // train/training_inputs.h
   void build_model();
   void restore_or_start();
   // After a checkpoint's load_state: training goes on from its trained weights (a run with
@@ -82,6 +104,12 @@ class Trainer {
   std::vector<std::vector<size_t>> epoch_batches(int64_t epoch, int64_t world_size) const;
   std::vector<Example> training_examples(const std::vector<size_t>& ids) const;
   void train_loop();
+  // train_loop's steps: what a stop by signal leaves, the next epoch's batches, and rank 0's
+  // reporting and validation after an update, its last validation and the test set at the end.
+  void stop_on_signal(int signal);
+  std::vector<std::vector<size_t>> next_epoch();
+  void after_update(std::optional<Progress>& bar);
+  void finish_training(std::optional<Progress>& bar);
   void start_and_train(bool debug);  // run()'s part after the join
   bool update(const std::vector<size_t>& global_batch);  // false if the loss was not finite
   // Replica r's forward pass over `examples`: the smoothed loss (+ the attention's auxiliary loss)
@@ -108,7 +136,7 @@ class Trainer {
   std::unique_ptr<Distributed> dist_;  // world size 1 unless --distributed / --nproc
   std::unique_ptr<StopSignals> stop_signals_;  // SIGINT / SIGTERM during train_loop (util/signals.h)
   Tokenizers tokenizers_;
-  std::unique_ptr<TrainData> train_;
+  std::unique_ptr<TrainPairs> train_;
   std::vector<std::vector<size_t>> start_batches_;  // the current epoch's, made once for the log and train_loop
   std::unique_ptr<Validation> validation_;  // the validation set (and data.test at the end)
   std::shared_ptr<const Lexicon> lexicon_;  // decode.shortlist
@@ -121,20 +149,17 @@ class Trainer {
   TrainingSchedule schedule_{cfg_.train, progress_};
   std::unique_ptr<RunDir> run_dir_;  // rank 0's: the lock, log.jsonl, the checkpoints
   int64_t nonfinite_in_row_ = 0;
-  // report window
-  double window_loss_ = 0, window_nll_ = 0;
-  int64_t window_tokens_ = 0, window_steps_ = 0;
-  std::chrono::steady_clock::time_point window_start_, run_start_;
+  ReportWindow window_;
+  std::chrono::steady_clock::time_point run_start_;
   // When this run began: the start-up (data, tokenizers, model, restore) is logged at its first update
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   bool first_update_done_ = false;
-  double window_allreduce_start_ = 0;  // dist_->gradient_seconds() when the window began
   double seconds_before_run_ = 0;
   int64_t last_validated_step_ = -1;
 };
 
 void Trainer::prepare_data() {
-  auto data = prepare_training_data(cfg_, *dist_);
+  auto data = prepare_training_inputs(cfg_, *dist_);
   tokenizers_ = std::move(data.tokenizers);
   train_ = std::move(data.train);
   src_bpe_dropout_ = std::move(data.src_bpe_dropout);
@@ -351,10 +376,7 @@ bool Trainer::update(const std::vector<size_t>& global_batch) {
   const double clip_coef = clip > 0 ? clip / (grad_norm + 1e-6) : 1.0;  // as clip_grad_norm_
   set_learning_rate(*optimizer_, schedule_.next_learning_rate());
   optimizer_step(*optimizer_, std::min(1.0, clip_coef), cfg_.train.weight_decay);
-  window_loss_ += sums[0];
-  window_nll_ += sums[1];
-  window_tokens_ += global_tokens;
-  ++window_steps_;
+  window_.add(sums[0], sums[1], global_tokens);
   progress_.target_tokens += global_tokens;
   return true;
 }
@@ -487,11 +509,10 @@ StopDecision Trainer::agree_stop() {
 }
 
 void Trainer::report() {
-  const auto now = std::chrono::steady_clock::now();
-  const double secs = std::chrono::duration<double>(now - window_start_).count();
-  const double loss = window_loss_ / std::max<int64_t>(window_tokens_, 1);
-  const double ppl = std::exp(window_nll_ / std::max<int64_t>(window_tokens_, 1));
-  const double tps = window_tokens_ / std::max(secs, 1e-9);
+  const double secs = window_.seconds();
+  const double loss = window_.loss / std::max<int64_t>(window_.tokens, 1);
+  const double ppl = std::exp(window_.nll / std::max<int64_t>(window_.tokens, 1));
+  const double tps = window_.tokens / std::max(secs, 1e-9);
   TrainRecord record;
   record.step = progress_.step;
   record.epoch = progress_.epoch + 1;
@@ -502,7 +523,7 @@ void Trainer::report() {
   record.elapsed = progress_.train_seconds;
   std::string allreduce;
   if (dist_->active()) {  // share of the window rank 0 spent in the gradient all-reduce
-    const double share = (dist_->gradient_seconds() - window_allreduce_start_) / std::max(secs, 1e-9);
+    const double share = (dist_->gradient_seconds() - window_.allreduce_start) / std::max(secs, 1e-9);
     record.allreduce_share = share;
     allreduce = fmt::format(" all-reduce {:.0f}%", 100 * share);
   }
@@ -514,13 +535,13 @@ void Trainer::report() {
 
 void Trainer::show_progress(Progress& bar) const {
   const auto& t = cfg_.train;
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
+  const double secs = window_.seconds();
   std::vector<std::string> fields{fmt::format("epoch {}", progress_.epoch + 1)};
-  if (window_tokens_ > 0) fields.push_back(fmt::format("loss {:.3f}", window_loss_ / window_tokens_));
+  if (window_.tokens > 0) fields.push_back(fmt::format("loss {:.3f}", window_.loss / window_.tokens));
   fields.push_back("next valid " + group_thousands((progress_.step / t.valid_every + 1) * t.valid_every));
   if (t.max_minutes > 0) fields.push_back("time left " + format_duration(t.max_minutes * 60.0 - progress_.train_seconds));
   bar.update(progress_.step, std::move(fields),
-             secs > 0 && window_tokens_ > 0 ? group_thousands(std::llround(window_tokens_ / secs)) + " tok/s" : "");
+             secs > 0 && window_.tokens > 0 ? group_thousands(std::llround(window_.tokens / secs)) + " tok/s" : "");
 }
 
 void Trainer::note_skipped_update() {
@@ -537,20 +558,12 @@ void Trainer::note_skipped_update() {
   }
 }
 
+// Marian's shape: until every rank agrees to stop, the next batch of the epoch is an update.
 void Trainer::train_loop() {
   model_->train();
-  run_start_ = window_start_ = std::chrono::steady_clock::now();
+  run_start_ = std::chrono::steady_clock::now();
+  window_.reset(dist_->gradient_seconds());
   seconds_before_run_ = progress_.train_seconds;
-  auto elapsed = [&] {
-    return seconds_before_run_ +
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count();
-  };
-  auto reset_window = [&] {
-    window_loss_ = window_nll_ = 0;
-    window_tokens_ = window_steps_ = 0;
-    window_start_ = std::chrono::steady_clock::now();
-    window_allreduce_start_ = dist_->gradient_seconds();
-  };
   auto batches = start_batches_.empty() ? epoch_batches(progress_.epoch, dist_->world_size()) : std::move(start_batches_);
   start_batches_.clear();
   std::optional<Progress> bar;  // rank 0's progress line on a terminal
@@ -560,19 +573,10 @@ void Trainer::train_loop() {
   }
   for (;;) {
     const StopDecision decision = agree_stop();
-    if (decision.signal) {
-      if (is_main()) {
-        save_step_checkpoint();
-        spdlog::info("[train] {} received: saved step {} and stopped; continue with --resume",
-                     decision.signal == SIGINT ? "SIGINT" : "SIGTERM", progress_.step);
-      }
-      return;
-    }
+    if (decision.signal) return stop_on_signal(decision.signal);
     if (decision.stop) break;
     if (progress_.batch_in_epoch >= static_cast<int64_t>(batches.size())) {
-      ++progress_.epoch;
-      progress_.batch_in_epoch = 0;
-      batches = epoch_batches(progress_.epoch, dist_->world_size());
+      batches = next_epoch();
       continue;
     }
     const bool ok = update(batches[static_cast<size_t>(progress_.batch_in_epoch)]);
@@ -589,19 +593,39 @@ void Trainer::train_loop() {
     nonfinite_in_row_ = 0;
     ++progress_.step;
     if (average_) average_->update(progress_.step);
-    progress_.train_seconds = elapsed();
-    if (!is_main()) continue;  // rank 0 alone reports, validates and writes checkpoints
-    if (bar->enabled()) show_progress(*bar);
-    if (progress_.step % cfg_.train.report_every == 0) {
-      report();
-      reset_window();
-    }
-    if (progress_.step % cfg_.train.valid_every == 0) {
-      after_validation(validate(), /*scheduled=*/true);
-      reset_window();  // validation time is not training speed
-    }
+    progress_.train_seconds =
+        seconds_before_run_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count();
+    if (is_main()) after_update(bar);  // rank 0 alone reports, validates and writes checkpoints
   }
+  if (is_main()) finish_training(bar);
+}
+
+void Trainer::stop_on_signal(int signal) {
   if (!is_main()) return;
+  save_step_checkpoint();
+  spdlog::info("[train] {} received: saved step {} and stopped; continue with --resume",
+               signal == SIGINT ? "SIGINT" : "SIGTERM", progress_.step);
+}
+
+std::vector<std::vector<size_t>> Trainer::next_epoch() {
+  ++progress_.epoch;
+  progress_.batch_in_epoch = 0;
+  return epoch_batches(progress_.epoch, dist_->world_size());
+}
+
+void Trainer::after_update(std::optional<Progress>& bar) {
+  if (bar->enabled()) show_progress(*bar);
+  if (progress_.step % cfg_.train.report_every == 0) {
+    report();
+    window_.reset(dist_->gradient_seconds());
+  }
+  if (progress_.step % cfg_.train.valid_every == 0) {
+    after_validation(validate(), /*scheduled=*/true);
+    window_.reset(dist_->gradient_seconds());  // validation time is not training speed
+  }
+}
+
+void Trainer::finish_training(std::optional<Progress>& bar) {
   bar->finish();
   if (last_validated_step_ != progress_.step) after_validation(validate(), /*scheduled=*/false);
   spdlog::info("[train] finished at step {} (epoch {}), {:.0f}s of training, best valid {} {:.2f}", progress_.step,
