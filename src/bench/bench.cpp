@@ -340,6 +340,12 @@ struct BenchRun {
   int threads = 1;
   std::function<void(const std::string&)> phase;  // the progress line's text
   json run;
+
+  void prepare_dir() const;
+  void training();
+  void train_ceiling(const ModelArithmetic& arith);
+  void decoding(const ModelArithmetic& arith, const MeanLengths& lengths, const std::string& src, const std::string& ref);
+  void decode_ceilings(const ModelArithmetic& arith);
 };
 
 json machine_info() {
@@ -352,24 +358,17 @@ json machine_info() {
 
 // A fresh work directory for the run, with the decode model's tokenizers, so that no child trains
 // SentencePiece again.
-void prepare_run_dir(const BenchRun& b) {
-  fs::remove_all(b.dir);
-  fs::create_directories(b.dir);
+void BenchRun::prepare_dir() const {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
   for (const char* f : {"spm.model", "spm.vocab", "spm.src.model", "spm.src.vocab", "spm.tgt.model", "spm.tgt.vocab"}) {
     std::error_code ec;
-    if (fs::exists(fs::path(b.model_dir) / f)) fs::copy_file(fs::path(b.model_dir) / f, fs::path(b.dir) / f, ec);
+    if (fs::exists(fs::path(model_dir) / f)) fs::copy_file(fs::path(model_dir) / f, fs::path(dir) / f, ec);
   }
 }
 
 // Training speed: (repeats + 1) windows of updates in a child `attnmt train`, the first a warm-up.
-void bench_training(BenchRun& b) {
-  const auto& o = b.o;
-  const auto& config_path = b.config_path;
-  const auto& name = b.name;
-  const auto& dir = b.dir;
-  const int threads = b.threads;
-  auto& run = b.run;
-  auto& phase = b.phase;
+void BenchRun::training() {
   const int steps = o.window_steps * (o.repeats + 1);
   spdlog::info("[bench] {}: training {} updates at {} thread(s)", name, steps, threads);
   phase("training at " + std::to_string(threads) + " thread(s)");
@@ -393,12 +392,9 @@ void bench_training(BenchRun& b) {
 }
 
 // The products' ceiling at the model's training shapes, and training's share of it.
-void bench_gemm_ceiling(BenchRun& b, const ModelArithmetic& arith) {
-  const auto& cfg = b.cfg;
-  const auto& name = b.name;
-  auto& run = b.run;
-  spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, b.threads);
-  b.phase("GEMM ceiling");
+void BenchRun::train_ceiling(const ModelArithmetic& arith) {
+  spdlog::info("[bench] {}: GEMM ceiling at the model's shapes, {} thread(s)", name, threads);
+  phase("GEMM ceiling");
   run["ceiling"]["fp32"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kFloat);
   if (cpu_has_bf16()) run["ceiling"]["bf16"] = gemm_ceiling(arith, cfg.train.batch_size, torch::kBFloat16);
   if (run.contains("train")) {
@@ -412,16 +408,8 @@ void bench_gemm_ceiling(BenchRun& b, const ModelArithmetic& arith) {
 }
 
 // Decoding speed in child `attnmt translate`s: greedy, beam, int8 beam (and one sentence a batch).
-void bench_decoding(BenchRun& b, const ModelArithmetic& arith, const MeanLengths& lengths, const std::string& src,
-                    const std::string& ref) {
-  const auto& o = b.o;
-  const auto& cfg = b.cfg;
-  const auto& name = b.name;
-  const auto& dir = b.dir;
-  const auto& model_dir = b.model_dir;
-  const int threads = b.threads;
-  auto& run = b.run;
-  auto& phase = b.phase;
+void BenchRun::decoding(const ModelArithmetic& arith, const MeanLengths& lengths, const std::string& src,
+                        const std::string& ref) {
   const auto refs = ref.empty() ? std::vector<std::string>{} : read_lines(ref);
   struct Mode {
     std::string name;
@@ -482,17 +470,14 @@ void bench_decoding(BenchRun& b, const ModelArithmetic& arith, const MeanLengths
 }
 
 // Decoding's ceiling (per instruction-set level too), and each decoding mode's share of it.
-void bench_decode_ceiling(BenchRun& b, const ModelArithmetic& arith) {
-  const auto& o = b.o;
-  const auto& cfg = b.cfg;
-  auto& run = b.run;
-  b.phase("decoding's GEMM ceiling");
+void BenchRun::decode_ceilings(const ModelArithmetic& arith) {
+  phase("decoding's GEMM ceiling");
   const auto rows = static_cast<int64_t>(cfg.decode.batch_size) * cfg.decode.beam_size;
   run["decode_ceiling"] = decode_ceiling(arith, rows, !o.decode_ceiling_only);
   if (!o.decode_ceiling_only && !o.isa_levels.empty()) {
-    b.phase("decoding's GEMM ceiling per instruction-set level");
+    phase("decoding's GEMM ceiling per instruction-set level");
     run["decode_ceiling_per_isa"] =
-        ceilings_per_level(o, b.config_path, b.model_dir, b.threads, b.dir, run["decode_ceiling"]);
+        ceilings_per_level(o, config_path, model_dir, threads, dir, run["decode_ceiling"]);
   }
   const auto& ceiling = run["decode_ceiling"];
   // (a --decode-ceiling-only child decodes nothing: its run has no "decode")
@@ -540,8 +525,8 @@ json run_bench(const BenchOptions& o) {
       b.dir = (fs::path(work) / (name + ".t" + std::to_string(b.threads))).string();
       b.run = {{"config", config_path}, {"name", name}, {"threads", b.threads}, {"precision", cfg.train.precision},
                {"shortlist", cfg.decode.shortlist}, {"attention", cfg.model.attention.type}, {"batch_size", cfg.train.batch_size}};
-      prepare_run_dir(b);
-      if (o.train) bench_training(b);
+      b.prepare_dir();
+      if (o.train) b.training();
 
       // The arithmetic, from the training data's mean real lengths under the model's tokenizers.
       configure_compute(b.threads, cfg.gemm);  // the ceiling is measured with the products the config asks for
@@ -552,7 +537,7 @@ json run_bench(const BenchOptions& o) {
                                           lengths.src, lengths.tgt);
       b.run["flops"] = {{"train_flops_per_target_token", arith.train_flops_per_target_token},
                         {"mean_src_tokens", lengths.src}, {"mean_tgt_tokens", lengths.tgt}};
-      if (o.gemm && !o.decode_ceiling_only) bench_gemm_ceiling(b, arith);
+      if (o.gemm && !o.decode_ceiling_only) b.train_ceiling(arith);
 
       if (o.decode && have_model) {
         const std::string src = o.test_src.empty() ? cfg.data.test.src : o.test_src;
@@ -560,8 +545,8 @@ json run_bench(const BenchOptions& o) {
         if (src.empty() && !o.decode_ceiling_only) {
           throw InputError("bench: " + config_path + " has no data.test and no --test-src was given");
         }
-        bench_decoding(b, arith, lengths, src, ref);
-        if (o.gemm) bench_decode_ceiling(b, arith);
+        b.decoding(arith, lengths, src, ref);
+        if (o.gemm) b.decode_ceilings(arith);
         b.run["decode_model"] = model_dir;
       } else if (o.decode) {
         b.run["decode_skipped"] = "no trained model in " + model_dir;
