@@ -50,6 +50,17 @@ for round in $(seq "$rounds"); do
   run attnmt_fast $bin translate --model "$out/model.pt" --threads "$threads" --beam-size 5 --precision auto
 done
 
+# fairseq-generate on DATA_BIN's test subset (when it is SRC_PIECES binarized), untimed: are its
+# lines fairseq-interactive's?
+generate_same=""
+if [ -f "$data/test.de-en.de.bin" ]; then
+  PYTHONPATH=$FAIRSEQ_PYTHONPATH /usr/bin/python3 -m fairseq_cli.generate "$data" --path "$ckpt" --cpu \
+    --source-lang de --target-lang en --gen-subset test --beam 5 --batch-size 64 2> "$out/generate.log" \
+    | grep '^H-' | sort -t- -k2,2n -s | cut -f3 > "$out/generate.out" \
+    || echo "fairseq-generate failed: $out/generate.log" >&2
+  generate_same=$(paste -d '\t' "$out/fairseq.out" "$out/generate.out" | awk -F'\t' '$1 == $2' | wc -l)
+fi
+
 lines=$(wc -l < "$src")
 {
   echo "| program | seconds | sentences/s | words/s | BLEU | lines as fairseq writes them |"
@@ -64,6 +75,7 @@ lines=$(wc -l < "$src")
       'BEGIN{printf "| %s | %.2f | %.1f | %.0f | %s | %d/%d |\n", n, s, l / s, w / s, b, m, l}'
   done
   echo
+  [ -n "$generate_same" ] && echo "fairseq-generate (beam 5, batches of 64) writes $generate_same/$lines lines as fairseq-interactive does"
   echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores seen, $threads threads, $rounds rounds (fastest kept), $(date -u +%F)"
   echo "CPU flags (SIMD): $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse4_2|avx|avx2|fma|avx512[a-z_0-9]*|avx_vnni|amx[a-z_0-9]*)$' | tr '\n' ' ')"
 } | tee "$out/results.md"
