@@ -38,6 +38,10 @@ struct StreamingOptions {
   int wait_k = 0;        // > 0: the wait-k policy with this k (any attention); 0: the hard head's policy
   int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
+  // A model that reads its source a token at a time (StepModel::streams_source: unidirectional)
+  // does so; false: every prefix is encoded again, as for a bidirectional model (the reference the
+  // tests compare the incremental path with).
+  bool incremental = true;
 };
 
 struct StreamedSentence {
