@@ -39,4 +39,10 @@ AttentionOutput AreaAttention::forward(const torch::Tensor& query, const Attenti
   return {context, weights, state};
 }
 
+AttentionMemory AreaAttention::extend(const AttentionMemory& memory, const torch::Tensor& row) {
+  if (!memory.values.defined()) return Attention::extend(memory, row);
+  auto values = torch::cat({memory.values, row.unsqueeze(1)}, 1);  // values are the encoder states here
+  return prepare(values, torch::ones({values.size(0), values.size(1)}, row.options().dtype(torch::kBool)));
+}
+
 }  // namespace attnmt

@@ -17,6 +17,8 @@ class AreaAttention : public ScoredAttention {
  public:
   AreaAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
+  // Every area (the static context) spans positions: prepared again over the longer memory.
+  AttentionMemory extend(const AttentionMemory& memory, const torch::Tensor& row) override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
 

@@ -8,6 +8,16 @@
 namespace attnmt {
 
 namespace {
+// constant_pad_nd's padding that appends `rows` along dimension 1 of a `dims`-dimensional tensor
+// (pairs from the last dimension backwards).
+std::vector<int64_t> pad_dim1(int64_t dims, int64_t rows) {
+  std::vector<int64_t> pad(static_cast<size_t>(2 * (dims - 1)), 0);
+  pad[static_cast<size_t>(2 * (dims - 2) + 1)] = rows;
+  return pad;
+}
+}  // namespace
+
+namespace {
 torch::Tensor select_defined(const torch::Tensor& t, const torch::Tensor& index) {
   return t.defined() ? t.index_select(0, index) : t;
 }
@@ -77,6 +87,30 @@ AttentionState AttentionState::index_select(const torch::Tensor& index) const {
   out.tensors.reserve(tensors.size());
   for (const auto& t : tensors) out.tensors.push_back(select_defined(t, index));
   return out;
+}
+
+AttentionMemory Attention::extend(const AttentionMemory& memory, const torch::Tensor& row) {
+  auto added = prepare(row.unsqueeze(1), torch::ones({row.size(0), 1}, row.options().dtype(torch::kBool)));
+  if (!memory.values.defined()) return added;
+  AttentionMemory m;
+  auto append = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return a.defined() ? torch::cat({a, b}, 1) : torch::Tensor();
+  };
+  m.values = append(memory.values, added.values);
+  m.keys = memory.keys.is_same(memory.values) ? m.values : append(memory.keys, added.keys);
+  m.mask = append(memory.mask, added.mask);
+  m.lengths = memory.lengths + 1;
+  for (size_t i = 0; i < memory.extra.size(); ++i) m.extra.push_back(append(memory.extra[i], added.extra.at(i)));
+  m.group = memory.group;
+  return m;
+}
+
+AttentionState Attention::grow_state(const AttentionState& state, int64_t rows) const {
+  AttentionState grown;
+  for (const auto& t : state.tensors) {
+    grown.tensors.push_back(t.defined() && t.dim() >= 2 ? torch::constant_pad_nd(t, pad_dim1(t.dim(), rows)) : t);
+  }
+  return grown;
 }
 
 AttentionMemory Attention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {

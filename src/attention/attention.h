@@ -58,6 +58,15 @@ class Attention : public torch::nn::Module {
   // memory [B, S, Dm] (encoder output), mask [B, S] bool.
   virtual AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask);
   virtual AttentionState initial_state(const AttentionMemory& memory) const { return {}; }
+  // Streaming (decoding/streaming.h): `memory` with one more source position, row [B, Dm] (the
+  // encoder's state there; every row real). By default the row alone is prepared and appended to
+  // values, keys, mask and every extra tensor along dimension 1, so keys are projected once per
+  // row; a variant whose memory is not per position (areas, a static context) overrides it. An
+  // undefined memory (nothing read yet) gives the one-row memory.
+  virtual AttentionMemory extend(const AttentionMemory& memory, const torch::Tensor& row);
+  // The state of a step over `memory` made valid for a memory `rows` positions longer: the new
+  // positions were never attended (zero in every [B, S, ...] tensor: previous alignment, coverage).
+  virtual AttentionState grow_state(const AttentionState& state, int64_t rows) const;
   // query [B, Dq]; step = 0-based target position t.
   virtual AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                                   const AttentionState& state, int64_t step) = 0;

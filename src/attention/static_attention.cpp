@@ -24,4 +24,10 @@ AttentionOutput StaticAttention::forward(const torch::Tensor& /*query*/, const A
   return {memory.extra.at(1), memory.extra.at(0), state};
 }
 
+AttentionMemory StaticAttention::extend(const AttentionMemory& memory, const torch::Tensor& row) {
+  if (!memory.values.defined()) return Attention::extend(memory, row);
+  auto values = torch::cat({memory.values, row.unsqueeze(1)}, 1);  // values are the encoder states here
+  return prepare(values, torch::ones({values.size(0), values.size(1)}, row.options().dtype(torch::kBool)));
+}
+
 }  // namespace attnmt

@@ -106,7 +106,7 @@ void check_streaming(const std::vector<LoadedModel>& members, const std::vector<
   if (wait_k == 0 && !attention_streams(a)) {
     throw InputError("--streaming: the model's attention must stop hard and never look right of its stop "
                      "(a model.attention.type that streams: " + attention_names_with(&AttentionTraits::streams) +
-                     "; with hard_decode: true), or --wait-k K for any model; " +
+                     "; with hard_decode: true), or --wait-k K (decode.wait_k) for any model; " +
                      members.front().checkpoint + " has '" + a.type + "'" + (a.hard_decode ? "" : " with hard_decode: false"));
   }
 }
@@ -177,8 +177,10 @@ struct StreamingOutputs {
 
 // Streaming decoding (decoding/streaming.h): the translations, the delays file and the latency.
 void translate_streaming(StepModel& model, const LoadedModel& loaded, const std::vector<std::string>& lines,
-                         const TranslateOptions& options, int lookahead, int wait_k, const StreamingOutputs& to) {
+                         const TranslateOptions& options, int lookahead, int wait_k, bool reencode,
+                         const StreamingOutputs& to) {
   StreamingOptions streaming;
+  streaming.incremental = !reencode;
   streaming.search = options.search;
   streaming.lookahead = lookahead;
   streaming.wait_k = wait_k;
@@ -206,9 +208,11 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
   }
   const double mean_lagging = sentences ? lagging / static_cast<double>(sentences) : 0;
   const double mean_source = sentences ? source_tokens / static_cast<double>(sentences) : 0;
-  spdlog::info("[decode] streaming, {}: {} sentences, average lagging {:.2f} source subwords "
+  const bool incremental = streaming.incremental && model.streams_source();
+  spdlog::info("[decode] streaming, {}, {}: {} sentences, average lagging {:.2f} source subwords "
                "(full-sentence decoding waits for all {:.2f}), {:.1f} s",
-               wait_k > 0 ? fmt::format("wait-{}", wait_k) : fmt::format("lookahead {}", lookahead), sentences,
+               wait_k > 0 ? fmt::format("wait-{}", wait_k) : fmt::format("lookahead {}", lookahead),
+               incremental ? "source read a token at a time" : "every source prefix encoded again", sentences,
                mean_lagging, mean_source, seconds);
   const auto latency = stream_latency(results, lines, references, *loaded.tokenizers.tgt);
   const char* lengths = references.empty() ? " (no --reference: |y| is the output's length)" : "";
@@ -222,6 +226,7 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
     const nlohmann::json j = {{"sentences", sentences},      {"target_tokens", target_tokens},
                               {"seconds", seconds},          {"streaming", true},
                               {"lookahead", lookahead},      {"wait_k", wait_k},
+                              {"incremental", incremental},
                               {"average_lagging", mean_lagging},
                               {"mean_source_tokens", mean_source}, {"threads", torch::get_num_threads()},
                               {"latency", {{"words", latency_json(latency.words)},
@@ -259,7 +264,7 @@ struct TranslateArgs {
   std::vector<double> weights;
   std::string checkpoint, input, output, attention_out, stats, prefix, constraints, scores, delays;
   std::string reference, simuleval_dir;
-  bool streaming = false, profile = false;
+  bool streaming = false, profile = false, reencode = false;
   int lookahead = 0;
   int wait_k = 0;
 };
@@ -311,10 +316,17 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
   options.progress_label = "[translate]";
   for (const auto& [flag, given] : std::vector<std::pair<std::string, bool>>{
            {"--lookahead", o.lookahead != 0}, {"--wait-k", o.wait_k != 0}, {"--delays", !o.delays.empty()},
-           {"--reference", !o.reference.empty()}, {"--simuleval-dir", !o.simuleval_dir.empty()}}) {
+           {"--reference", !o.reference.empty()}, {"--simuleval-dir", !o.simuleval_dir.empty()},
+           {"--reencode", o.reencode}}) {
     if (given && !o.streaming) throw InputError(flag + ": only with --streaming");
   }
   if (o.wait_k != 0 && o.lookahead != 0) throw InputError("--lookahead: not with --wait-k (wait-k reads by its own schedule)");
+  // --wait-k, else decode.wait_k (0: the hard-attention head's policy).
+  const int wait_k = o.wait_k != 0 ? o.wait_k : o.streaming ? dc.wait_k : 0;
+  if (wait_k != 0 && o.lookahead != 0) {
+    throw InputError("--lookahead: not with decode.wait_k " + std::to_string(wait_k) +
+                     " (wait-k reads by its own schedule; --set decode.wait_k=0 for the head's policy)");
+  }
   if (!o.simuleval_dir.empty() && o.reference.empty()) {
     throw InputError("--simuleval-dir: needs --reference (SimulEval's AL, LAAL and AP use the reference's length)");
   }
@@ -326,12 +338,12 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
                               dc.min_length > 0 ? "--min-length" : "",
                               dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : "",
                               dc.search_rules != "attnmt" ? "--search-rules" : ""},
-                    o.wait_k);
+                    wait_k);
   }
   const auto lines = read_lines(o.input.empty() ? "-" : o.input);
   if (o.streaming) {
     auto step_model = make_step_model(loaded.model, dc, loaded.lexicon);
-    translate_streaming(*step_model, loaded, lines, options, o.lookahead, o.wait_k,
+    translate_streaming(*step_model, loaded, lines, options, o.lookahead, wait_k, o.reencode,
                         {o.output, o.delays, o.stats, o.simuleval_dir, o.reference});
     return;
   }
@@ -401,8 +413,12 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--wait-k", o->wait_k,
                   "--streaming: the wait-k policy (STACL) for any model: read K source tokens, then write one and "
-                  "read one in turn (instead of the monotonic head's stops)")
+                  "read one in turn (instead of the monotonic head's stops); overrides decode.wait_k")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--reencode", o->reencode,
+                "--streaming: encode every source prefix again and replay the written tokens after each read, as for "
+                "a bidirectional encoder, instead of reading a unidirectional model's source a token at a time "
+                "(the same output, slower; for comparison)");
   cmd->add_option("--delays", o->delays,
                   "--streaming: write 'average lagging<TAB>source tokens read at each target token' per line");
   cmd->add_option("--reference", o->reference,

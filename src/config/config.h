@@ -221,6 +221,9 @@ struct DecodeConfig {
   bool ban_unk = false;
   // fairseq rules: subtracted from the log-probability of <unk> at every step (fairseq's --unkpen).
   double unk_penalty = 0.0;
+  // translate --streaming: the wait-k policy (decoding/streaming.h) with this k, unless --wait-k
+  // gives one; 0 = the hard-attention head's policy.
+  int wait_k = 0;
 };
 
 // decode:'s defaults, for the decoding options that mirror them (decoding/search_types.h,

@@ -248,6 +248,8 @@ const Field kFields[] = {
      "`<unk>` is never generated", "`false` unless `decode.search_rules` is `opennmt`, `opennmt3` or `joeynmt`"},
     {ATTNMT_FIELD(decode.unk_penalty), kCall, any(),
      "Subtracted from `<unk>`'s log-probability at every step (fairseq's `--unkpen`)", "0 unless `decode.search_rules` is `fairseq`"},
+    {ATTNMT_FIELD(decode.wait_k), kLoad, at_least(0, "0 = the hard-attention head's policy"),
+     "`translate --streaming`: the wait-k policy, read k source tokens, then write one and read one in turn (`--wait-k` overrides)"},
 
     {ATTNMT_FIELD(distributed.backend), kTrain, one_of("auto|gloo|nccl"),
      "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},

@@ -118,6 +118,8 @@ struct Seq2SeqSearchState : SearchState {
   }
   // The memory is per source sentence (attention.h): rows a*K..a*K+K-1 stay sentence a's.
   void reorder_beams(const torch::Tensor& index) override { state = state.index_select(index); }
+  std::unique_ptr<SearchState> clone() const override { return std::make_unique<Seq2SeqSearchState>(*this); }
+  EncoderStream encoder;  // streaming: the encoder after the tokens read so far
   void expand_beams(const torch::Tensor& index, int64_t beam_size) override {
     state = state.index_select(index);
     if (share_memory) {
@@ -212,6 +214,42 @@ StepResult Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, SearchState&
   }
   ++s.t;
   return r;
+}
+
+bool Seq2SeqStepModel::streams_source() const {
+  return !lexicon_ && model_.model()->streams_source();
+}
+
+bool Seq2SeqStepModel::keeps_decoder_across_reads() const {
+  return model_.model()->decoder_keeps_across_reads();
+}
+
+std::unique_ptr<SearchState> Seq2SeqStepModel::start_stream() {
+  TORCH_CHECK(streams_source(), "streaming: this model does not read its source a token at a time");
+  return std::make_unique<Seq2SeqSearchState>();
+}
+
+void Seq2SeqStepModel::read(SearchState& state, int64_t token) {
+  PhaseScope phase(DecodePhase::kEncoder);
+  auto& s = static_cast<Seq2SeqSearchState&>(state);
+  const bool started = s.memory.values.defined();
+  model_.read_source(torch::full({1}, token, torch::dtype(torch::kLong).device(device())), s.encoder, s.memory);
+  if (started && !s.state.rnn.h.empty()) {
+    s.state.attention = model_.model()->decoder()->attention().grow_state(s.state.attention, 1);
+  }
+}
+
+void Seq2SeqStepModel::restart_decoder(SearchState& state) {
+  auto& s = static_cast<Seq2SeqSearchState&>(state);
+  s.state = model_.model()->start_decoder(s.encoder, s.memory);
+  s.t = 0;
+}
+
+void Seq2SeqStepModel::advance(const torch::Tensor& prev_tokens, SearchState& state) {
+  auto& s = static_cast<Seq2SeqSearchState&>(state);
+  PhaseScope phase(DecodePhase::kRecurrent);
+  model_.step_hidden(prev_tokens, s.memory, s.state, s.t, nullptr);
+  ++s.t;
 }
 
 std::unique_ptr<Seq2SeqStepModel> make_step_model(Seq2Seq model, const DecodeConfig& decode,

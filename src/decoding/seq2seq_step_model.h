@@ -47,6 +47,15 @@ class Seq2SeqStepModel : public StepModel {
   int64_t eos_id() const override { return model_.vocab().eos_id; }
   int64_t pad_id() const override { return model_.vocab().pad_id; }
   torch::Device device() const override { return model_.device(); }
+  // Unidirectional models read a token at a time (Seq2SeqImpl::streams_source), without a shortlist
+  // (whose rows come from the whole source).
+  bool streams_source() const override;
+  std::unique_ptr<SearchState> start_stream() override;
+  void read(SearchState& state, int64_t token) override;
+  void restart_decoder(SearchState& state) override;
+  // model.decoder.init zero and an attention that streams (registry.h: hard, stops in what was read).
+  bool keeps_decoder_across_reads() const override;
+  void advance(const torch::Tensor& prev_tokens, SearchState& state) override;
 
  private:
   DecodingSeq2Seq model_;

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <stdexcept>
 
 namespace attnmt {
 
@@ -22,6 +23,9 @@ class SearchState {
   // every later index_select then moves whole groups (rows a*K .. a*K + K-1 come from one
   // sentence's rows), as beam search's do.
   virtual void expand_beams(const torch::Tensor& index, int64_t beam_size) { index_select(index); }
+  // A copy that later steps of either do not change (streaming keeps the state before a step, to
+  // decode that step again after a READ); nullptr where a state cannot be copied.
+  virtual std::unique_ptr<SearchState> clone() const { return nullptr; }
 };
 
 struct StepResult {
@@ -49,6 +53,26 @@ class StepModel {
   virtual int64_t pad_id() const { return 0; }
   virtual int64_t unk_id() const { return 1; }
   virtual torch::Device device() const = 0;
+
+  // Streaming (decoding/streaming.h) on a model that reads its source a token at a time (encoder
+  // states of a prefix equal the whole sentence's: a unidirectional encoder). Without it, streaming
+  // encodes every prefix with start().
+  virtual bool streams_source() const { return false; }
+  // A one-sentence state that has read nothing: read() the source into it, then restart_decoder().
+  virtual std::unique_ptr<SearchState> start_stream() { throw std::logic_error("streams_source() is false"); }
+  // Reads one source token (eos last): the encoder one step on, the memory one row longer; a
+  // decoder state in it is made valid for the longer memory (the new row never attended).
+  virtual void read(SearchState& state, int64_t token) { throw std::logic_error("streams_source() is false"); }
+  // The decoder from its initial state over the source read so far, at step 0 (what start() gives
+  // for that prefix).
+  virtual void restart_decoder(SearchState& state) { throw std::logic_error("streams_source() is false"); }
+  // Whether the decoder's steps stay what they were when the source grows, for steps whose hard
+  // attention stopped inside what was read: its initial state ignores the source and the attention
+  // reads nothing right of where it stops. Then streaming keeps the decoder across reads; else it
+  // restarts it and replays the written tokens.
+  virtual bool keeps_decoder_across_reads() const { return false; }
+  // step() without its result (a replay of a written token): the output layer may be skipped.
+  virtual void advance(const torch::Tensor& prev_tokens, SearchState& state) { step(prev_tokens, state, false); }
 };
 
 }  // namespace attnmt

@@ -21,6 +21,76 @@ std::unique_ptr<SearchState> start_prefix(StepModel& model, const std::vector<in
   return model.start(src, lengths);
 }
 
+// One sentence's source as it is read, and the decoder state that decodes the next target token.
+// A model that streams its source (StepModel::streams_source) reads a token at a time into one
+// state; otherwise every prefix is encoded again. The decoder is kept across reads where the model
+// says its steps stay exact (keep_decoder, the hard-attention policy only); otherwise it restarts
+// and the written tokens are replayed.
+class SourceStream {
+ public:
+  SourceStream(StepModel& model, const std::vector<int64_t>& source, bool incremental, bool keep_decoder)
+      : model_(model), source_(source), incremental_(incremental && model.streams_source()),
+        keep_decoder_(incremental_ && keep_decoder) {}
+  int64_t read() const { return read_; }
+  bool complete() const { return read_ == static_cast<int64_t>(source_.size()); }
+  // Reads on to `count` source tokens (the end of sentence after the last); the state then decodes
+  // the token after `written`. A kept decoder decodes again the step it last took.
+  void read_to(int64_t count, const std::vector<int64_t>& written) {
+    const bool had_state = state_ != nullptr;
+    if (!incremental_) {
+      read_ = count;
+      state_ = start_prefix(model_, source_, read_);
+    } else {
+      if (!state_) state_ = model_.start_stream();
+      if (keep_decoder_ && before_) state_ = std::move(before_);
+      for (; read_ < count; ++read_) model_.read(*state_, source_[static_cast<size_t>(read_)]);
+      if (complete() && !eos_read_) {
+        model_.read(*state_, model_.eos_id());
+        eos_read_ = true;
+      }
+      if (keep_decoder_ && had_state) return;
+      model_.restart_decoder(*state_);
+    }
+    int64_t prev = model_.bos_id();  // replay what was written (teacher-forced)
+    for (int64_t y : written) {
+      model_.advance(as_tensor(prev), *state_);
+      prev = y;
+    }
+  }
+  // The step after `written`; a kept decoder remembers the state before it.
+  StepResult step(const std::vector<int64_t>& written, bool want_attention) {
+    if (keep_decoder_) before_ = state_->clone();
+    return model_.step(as_tensor(written.empty() ? model_.bos_id() : written.back()), *state_, want_attention);
+  }
+
+ private:
+  torch::Tensor as_tensor(int64_t token) const {
+    return torch::full({1}, token, torch::dtype(torch::kLong).device(model_.device()));
+  }
+  StepModel& model_;
+  const std::vector<int64_t>& source_;
+  const bool incremental_, keep_decoder_;
+  int64_t read_ = 0;
+  bool eos_read_ = false;
+  std::unique_ptr<SearchState> state_, before_;
+};
+
+// The step's greedy choice.
+int64_t best_token(const StepResult& r) {
+  const int64_t column = r.logits.reshape({-1}).argmax().item<int64_t>();
+  return r.vocabulary.defined() ? r.vocabulary[column].item<int64_t>() : column;
+}
+
+// WRITE: `token` goes out, delayed by the source tokens read; false once the output reaches its
+// maximum length (the sentence is then cut: not finished).
+bool write(StreamedSentence& out, int64_t token, int64_t read, int64_t max_length) {
+  out.tokens.push_back(token);
+  out.delays.push_back(read);
+  if (static_cast<int64_t>(out.tokens.size()) < max_length) return true;
+  out.finished = false;
+  return false;
+}
+
 // The last position the step attended to (its hard stop), or -1 when it attended nowhere.
 int64_t stop_position(const torch::Tensor& attention) {
   auto row = attention.reshape({-1}).to(torch::kCPU, torch::kFloat).contiguous();
@@ -76,37 +146,18 @@ StreamedSentence stream_wait_k(StepModel& model, const std::vector<int64_t>& sou
   const auto n = static_cast<int64_t>(source.size());
   out.source_tokens = n;
   const int64_t max_length = max_target_length(n + 1, options.search);
-  auto as_tensor = [&](int64_t token) { return torch::full({1}, token, torch::dtype(torch::kLong).device(model.device())); };
-  int64_t read = std::min<int64_t>(n, options.wait_k);
-  auto state = start_prefix(model, source, read);
-  int64_t prev = model.bos_id();
-  // READ: the longer prefix encoded, the written tokens replayed.
-  auto read_one = [&] {
-    ++read;
-    state = start_prefix(model, source, read);
-    prev = model.bos_id();
-    for (int64_t y : out.tokens) {
-      model.step(as_tensor(prev), *state, /*want_attention=*/false);
-      prev = y;
-    }
-  };
+  // A soft step reads every row of the memory: the decoder restarts after each read.
+  SourceStream stream(model, source, options.incremental, /*keep_decoder=*/false);
+  stream.read_to(std::min<int64_t>(n, options.wait_k), out.tokens);
   while (true) {
-    const auto r = model.step(as_tensor(prev), *state, /*want_attention=*/false);
-    int64_t token = r.logits.reshape({-1}).argmax().item<int64_t>();
-    if (r.vocabulary.defined()) token = r.vocabulary[token].item<int64_t>();
+    const int64_t token = best_token(stream.step(out.tokens, /*want_attention=*/false));
     if (token == model.eos_id()) {
-      if (read == n) break;  // WRITE the end: done
-      read_one();
+      if (stream.complete()) break;  // WRITE the end: done
+      stream.read_to(stream.read() + 1, out.tokens);
       continue;
     }
-    out.tokens.push_back(token);  // WRITE
-    out.delays.push_back(read);
-    prev = token;
-    if (static_cast<int64_t>(out.tokens.size()) >= max_length) {
-      out.finished = false;
-      break;
-    }
-    if (read < n) read_one();
+    if (!write(out, token, stream.read(), max_length)) break;
+    if (!stream.complete()) stream.read_to(stream.read() + 1, out.tokens);
   }
   return out;
 }
@@ -121,34 +172,18 @@ StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& s
   out.source_tokens = n;
   // The bound greedy search sets for the whole sentence (eos counted in its length).
   const int64_t max_length = max_target_length(n + 1, options.search);
-  int64_t read = std::min<int64_t>(n, 1);
-  auto state = start_prefix(model, source, read);
-  auto as_tensor = [&](int64_t token) { return torch::full({1}, token, torch::dtype(torch::kLong).device(model.device())); };
-  int64_t prev = model.bos_id();
+  SourceStream stream(model, source, options.incremental, model.keeps_decoder_across_reads());
+  stream.read_to(std::min<int64_t>(n, 1), out.tokens);
   while (true) {
-    const auto r = model.step(as_tensor(prev), *state, /*want_attention=*/true);
-    int64_t token = r.logits.reshape({-1}).argmax().item<int64_t>();
-    if (r.vocabulary.defined()) token = r.vocabulary[token].item<int64_t>();
-    const bool complete = read == n;
+    const auto r = stream.step(out.tokens, /*want_attention=*/true);
+    const int64_t token = best_token(r);
     const int64_t stop = stop_position(r.attention);
-    if (!complete && (stop < 0 || stop > read - 1 - options.lookahead || token == model.eos_id())) {
-      ++read;  // READ, then decode this step again from the longer prefix
-      state = start_prefix(model, source, read);
-      prev = model.bos_id();
-      for (int64_t y : out.tokens) {
-        model.step(as_tensor(prev), *state, /*want_attention=*/false);
-        prev = y;
-      }
+    if (!stream.complete() && (stop < 0 || stop > stream.read() - 1 - options.lookahead || token == model.eos_id())) {
+      stream.read_to(stream.read() + 1, out.tokens);  // READ, then decode this step again
       continue;
     }
     if (token == model.eos_id()) break;  // WRITE the end: done
-    out.tokens.push_back(token);          // WRITE
-    out.delays.push_back(read);
-    prev = token;
-    if (static_cast<int64_t>(out.tokens.size()) >= max_length) {
-      out.finished = false;
-      break;
-    }
+    if (!write(out, token, stream.read(), max_length)) break;
   }
   return out;
 }

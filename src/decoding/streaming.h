@@ -10,11 +10,15 @@
 // step again. Once the whole source is read (end of sentence appended), it writes whatever the model
 // gives. A bidirectional encoder's states of x_1..x_g change as tokens arrive, so after each READ
 // the prefix is encoded again and the target tokens written so far are replayed (teacher-forced);
-// the written tokens never change. With lookahead >= the source length the policy reads
+// the written tokens never change. A model that streams its source (StepModel::streams_source: a
+// unidirectional encoder) instead advances its encoder one step per READ and its attention memory
+// one row; its decoder is kept across READs where the model says that is exact
+// (keeps_decoder_across_reads: this hard policy, a decoder that does not start from the source),
+// and otherwise restarted and the written tokens replayed as above. Both give the same output. With lookahead >= the source length the policy reads
 // everything first: the output is then greedy search's on the whole sentence.
 // wait-k (Ma et al., 2019, STACL, 3.2, at test time), for any model: read k source tokens, then
 // write one and read one in turn; target token t is decided from the prefix x_1..x_{min(k+t-1,|x|)}
-// (re-encoded after each read and the written tokens replayed, as above), so the step that writes
+// (the written tokens replayed after each read, as above), so the step that writes
 // it never sees a token right of k + t - 1.
 // An end of sentence before the whole source is read reads one more token instead; with k >= |x|
 // the output is greedy search's on the whole sentence.
@@ -38,6 +42,10 @@ struct StreamingOptions {
   int wait_k = 0;        // > 0: the wait-k policy with this k (any attention); 0: the hard head's policy
   int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
+  // A model that reads its source a token at a time (StepModel::streams_source: unidirectional)
+  // does so; false: every prefix is encoded again, as for a bidirectional model (the reference the
+  // tests compare the incremental path with).
+  bool incremental = true;
 };
 
 struct StreamedSentence {

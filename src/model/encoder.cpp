@@ -155,4 +155,41 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
   return out;
 }
 
+torch::Tensor EncoderImpl::step(const torch::Tensor& embedded, EncoderStream& stream, const EncoderProducts& products) {
+  TORCH_CHECK(streams(), "encoder: only a unidirectional encoder without self-attention reads a token at a time");
+  const int64_t B = embedded.size(0), H = config_.hidden_size;
+  const bool lstm = !lstm_.empty();
+  if (stream.h.empty()) {  // before the first token: zero states, as forward()'s
+    auto zeros = torch::zeros({B, H}, embedded.options());
+    stream.h.assign(static_cast<size_t>(config_.layers), zeros);
+    if (lstm) stream.c.assign(static_cast<size_t>(config_.layers), zeros);
+  }
+  auto x = embedded;  // [B, E], then [B, H]
+  for (size_t l = 0; l < static_cast<size_t>(config_.layers); ++l) {
+    auto& h = stream.h[l];
+    if (lstm && !products.ih.empty()) {  // run()'s product path, one time step
+      std::tie(h, stream.c[l]) = lstm_cell((*products.hh[l])(h, (*products.ih[l])(x)), stream.c[l]);
+    } else if (lstm) {
+      const auto p = lstm_[l]->named_parameters(false);
+      std::tie(h, stream.c[l]) = torch::lstm_cell(x, {h, stream.c[l]}, p["weight_ih_l0"], p["weight_hh_l0"],
+                                                  p["bias_ih_l0"], p["bias_hh_l0"]);
+    } else {
+      const auto p = gru_[l]->named_parameters(false);
+      h = torch::gru_cell(x, h, p["weight_ih_l0"], p["weight_hh_l0"], p["bias_ih_l0"], p["bias_hh_l0"]);
+    }
+    x = h;
+  }
+  return x;
+}
+
+EncoderOutput EncoderImpl::stream_output(const EncoderStream& stream) const {
+  EncoderOutput out;
+  out.final_h = stream.h.back();
+  if (layer_states_) {
+    out.layer_h = stream.h;
+    out.layer_c = stream.c;
+  }
+  return out;
+}
+
 }  // namespace attnmt

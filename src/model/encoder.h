@@ -31,6 +31,12 @@ struct EncoderProducts {
   std::vector<std::unique_ptr<Product>> ih, hh;  // [layer * directions + direction]
 };
 
+// A unidirectional encoder read one token at a time (streaming, decoding/streaming.h): every
+// layer's h and (LSTM) c after the tokens read so far, [layers] x [B, H]; empty before the first.
+struct EncoderStream {
+  std::vector<torch::Tensor> h, c;
+};
+
 class EncoderImpl : public torch::nn::Module {
  public:
   // layer_states: also return every layer's final states (EncoderOutput::layer_h / layer_c).
@@ -43,6 +49,15 @@ class EncoderImpl : public torch::nn::Module {
   // ExecutionMode::kLibTorch and for a GRU encoder (LibTorch's own loop).
   EncoderProducts products(ExecutionMode mode) const;
   int64_t output_size() const { return output_size_; }
+  // Whether step() can read a source a token at a time: a state at position i depends on x_1..x_i
+  // alone (unidirectional, no self-attention blocks).
+  bool streams() const { return !config_.bidirectional && sa_qkv_.empty(); }
+  // Reads one more token: embedded [B, E] -> the top layer's state there [B, H], which is row i of
+  // forward()'s states for the same tokens; `stream` advances. Decoding only (no dropout).
+  torch::Tensor step(const torch::Tensor& embedded, EncoderStream& stream, const EncoderProducts& products = {});
+  // What forward() returns as the final states (final_h, layer_h, layer_c) for the tokens read so
+  // far (states and mask left undefined).
+  EncoderOutput stream_output(const EncoderStream& stream) const;
 
  private:
   // One layer, one direction: the outputs [B, S, H]; with `last` ([B] each sentence's last real

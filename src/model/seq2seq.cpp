@@ -1,5 +1,7 @@
 #include "model/seq2seq.h"
 
+#include "attention/registry.h"
+
 #include "runtime/packed_linear.h"
 #include "runtime/random.h"
 #include "util/error.h"
@@ -62,6 +64,20 @@ int64_t Seq2SeqImpl::parameter_count() const {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
   return n;
+}
+
+void Seq2SeqImpl::read_source(const torch::Tensor& tokens, EncoderStream& stream, AttentionMemory& memory,
+                              const EncoderProducts& products) {
+  auto row = encoder_->step(src_embed_(tokens), stream, products);  // [B, H]
+  memory = decoder_->attention().extend(memory, row);
+}
+
+bool Seq2SeqImpl::decoder_keeps_across_reads() const {
+  return config_.decoder.init == "zero" && attention_streams(config_.attention);
+}
+
+DecoderStepState Seq2SeqImpl::start_decoder(const EncoderStream& stream, const AttentionMemory& memory) {
+  return decoder_->initial_state(encoder_->stream_output(stream), memory);
 }
 
 Seq2SeqImpl::Encoded Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths,

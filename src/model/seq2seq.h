@@ -58,6 +58,20 @@ class Seq2SeqImpl : public torch::nn::Module {
   // receives alpha_t [N, S].
   torch::Tensor step_hidden(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
                             int64_t t, torch::Tensor* attention, const DecoderProducts& products);
+  // Streaming a source a token at a time (decoding/streaming.h): whether the encoder's states of a
+  // prefix are those of the whole sentence (encoder.h: EncoderImpl::streams) and the end of
+  // sentence is read like any token (source_eos).
+  bool streams_source() const { return encoder_->streams() && config_.source_eos; }
+  // Reads tokens [B] (one per sentence): the encoder one step further, memory one row longer
+  // (Attention::extend: that row's keys only).
+  void read_source(const torch::Tensor& tokens, EncoderStream& stream, AttentionMemory& memory,
+                   const EncoderProducts& products);
+  // The decoder's initial state over the source read so far (as encode() gives for that prefix).
+  DecoderStepState start_decoder(const EncoderStream& stream, const AttentionMemory& memory);
+  // Whether a decoder state stays what it was as the source grows, for steps whose attention
+  // stopped inside what was read: the initial state ignores the source (model.decoder.init: zero)
+  // and the attention streams (attention/registry.h: hard, nothing right of its stop is read).
+  bool decoder_keeps_across_reads() const;
   // The products in `mode` on the current weights (stale once they change). The output layer's
   // product: in mode, except that bf16 without packing (kLibTorch) is the output layer's alone.
   Seq2SeqProducts products(ExecutionMode mode) const;
@@ -87,6 +101,9 @@ class DecodingSeq2Seq {
   DecodingSeq2Seq(Seq2Seq model, ExecutionMode mode);
 
   Seq2SeqImpl::Encoded encode(const torch::Tensor& src, const torch::Tensor& lengths);
+  void read_source(const torch::Tensor& tokens, EncoderStream& stream, AttentionMemory& memory) {
+    model_->read_source(tokens, stream, memory, products_.encoder);
+  }
   torch::Tensor step_hidden(const torch::Tensor& prev, const AttentionMemory& memory, DecoderStepState& state,
                             int64_t t, torch::Tensor* attention);
   // h~ [N, H] -> logits [N, V].
@@ -100,6 +117,7 @@ class DecodingSeq2Seq {
   const VocabSizes& vocab() const { return model_->vocab(); }
   torch::Device device() const;
   Seq2Seq& model() { return model_; }
+  const Seq2Seq& model() const { return model_; }
 
  private:
   Seq2Seq model_;

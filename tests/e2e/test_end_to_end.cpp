@@ -278,6 +278,18 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
   auto greedy_soft = run("translate" + model + " --beam-size 1 --hard-decode false --output " + (dir / "greedy_soft.en").string());
   REQUIRE(greedy_soft.status == 0);
   REQUIRE(attnmt::read_lines((dir / "wait_all.en").string()) == attnmt::read_lines((dir / "greedy_soft.en").string()));
+  // decode.wait_k picks the same policy when --wait-k is not given (and --wait-k overrides it).
+  auto wait_key = run("translate" + model + " --streaming --set decode.wait_k=1000 --hard-decode false --output " +
+                      (dir / "wait_key.en").string());
+  INFO(wait_key.output);
+  REQUIRE(wait_key.status == 0);
+  REQUIRE(wait_key.output.find("wait-1000") != std::string::npos);
+  REQUIRE(attnmt::read_lines((dir / "wait_key.en").string()) == attnmt::read_lines((dir / "greedy_soft.en").string()));
+  auto wait_flag = run("translate" + model + " --streaming --set decode.wait_k=1000 --wait-k 2 --output " +
+                       (dir / "wait_flag.en").string());
+  INFO(wait_flag.output);
+  REQUIRE(wait_flag.status == 0);
+  REQUIRE(wait_flag.output.find("wait-2,") != std::string::npos);
   const std::string ref = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.en";
   auto streamed = run("translate" + model + " --streaming --output " + (dir / "streamed.en").string() + " --delays " +
                       (dir / "delays.tsv").string() + " --stats " + (dir / "stats.json").string() +
@@ -348,6 +360,10 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
            {" --reference " + ref, "--reference: only with --streaming"},
            {" --wait-k 2", "--wait-k: only with --streaming"},
            {" --streaming --wait-k 2 --lookahead 1", "not with --wait-k"},
+           {" --streaming --set decode.wait_k=2 --lookahead 1", "not with decode.wait_k 2"},
+           {" --streaming --set decode.wait_k=-1", "decode.wait_k"},
+           {" --streaming --set decode.wait_k=two", "decode.wait_k"},
+           {" --reencode", "--reencode: only with --streaming"},
            {" --streaming --simuleval-dir " + (dir / "x").string(), "needs --reference"}}) {
     auto r = run("translate" + model + flags);
     INFO(flags << ": " << r.output);

@@ -1,0 +1,187 @@
+// The streaming encoder (decoding/streaming.h, model/encoder.h EncoderImpl::step): a unidirectional
+// model reads its source a token at a time, and its streamed output (tokens, delays) is the one of
+// encoding every prefix again, for wait-k and the hard-attention policy, on tiny models of several
+// attention types (input feeding, stacked LSTM and GRU encoders, decoders kept or restarted).
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decoding/seq2seq_step_model.h"
+#include "decoding/streaming.h"
+#include "model/seq2seq.h"
+
+using namespace attnmt;
+
+namespace {
+
+// Forwards to a model and counts what streaming asked of it.
+class CountingStepModel : public StepModel {
+ public:
+  explicit CountingStepModel(StepModel& inner) : inner_(inner) {}
+  std::unique_ptr<SearchState> start(const torch::Tensor& src, const torch::Tensor& lengths) override {
+    ++starts;
+    return inner_.start(src, lengths);
+  }
+  StepResult step(const torch::Tensor& prev, SearchState& state, bool want_attention) override {
+    return inner_.step(prev, state, want_attention);
+  }
+  int64_t bos_id() const override { return inner_.bos_id(); }
+  int64_t eos_id() const override { return inner_.eos_id(); }
+  torch::Device device() const override { return inner_.device(); }
+  bool streams_source() const override { return inner_.streams_source(); }
+  std::unique_ptr<SearchState> start_stream() override { return inner_.start_stream(); }
+  void read(SearchState& state, int64_t token) override {
+    ++reads;
+    inner_.read(state, token);
+  }
+  void restart_decoder(SearchState& state) override { inner_.restart_decoder(state); }
+  bool keeps_decoder_across_reads() const override { return inner_.keeps_decoder_across_reads(); }
+  void advance(const torch::Tensor& prev, SearchState& state) override {
+    ++replayed;
+    inner_.advance(prev, state);
+  }
+  int64_t starts = 0, reads = 0, replayed = 0;
+
+ private:
+  StepModel& inner_;
+};
+
+struct StreamModelCase {
+  std::string name;
+  ModelConfig config;
+};
+
+std::vector<StreamModelCase> unidirectional_models() {
+  ModelConfig base;
+  base.embedding_size = 8;
+  base.encoder.hidden_size = 10;
+  base.encoder.bidirectional = false;
+  base.decoder.hidden_size = 10;
+  base.encoder.layers = base.decoder.layers = 1;
+  std::vector<StreamModelCase> cases;
+  auto add = [&](const std::string& name, auto edit) {
+    ModelConfig c = base;
+    edit(c);
+    cases.push_back({name, c});
+  };
+  add("luong_general, input feeding, 2-layer LSTM encoder, encoder init", [](ModelConfig& c) {
+    c.attention.type = "luong_general";
+    c.decoder.input_feeding = true;
+    c.encoder.layers = c.decoder.layers = 2;
+    c.decoder.init = "encoder";
+  });
+  add("bahdanau, GRU encoder", [](ModelConfig& c) {
+    c.attention.type = "bahdanau";
+    c.decoder.style = "bahdanau";
+    c.encoder.rnn = "gru";
+  });
+  add("multi_head, bridge init", [](ModelConfig& c) {
+    c.attention.type = "multi_head";
+    c.attention.heads = 2;
+  });
+  add("area (memory prepared again per read)", [](ModelConfig& c) { c.attention.type = "area"; });
+  for (const std::string type : {"monotonic", "chunkwise"}) {
+    for (const std::string init : {"zero", "bridge"}) {
+      add(type + ", " + init + " init", [&](ModelConfig& c) {
+        c.attention.type = type;
+        c.attention.chunk_size = 2;
+        c.attention.score_bias_init = 1.0;  // an untrained head that stops often
+        c.decoder.init = init;
+        c.encoder.layers = 2;
+      });
+    }
+  }
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("streaming encoder: a token at a time equals encoding the prefix", "[streaming]") {
+  for (const bool packed : {false, true}) {
+    torch::manual_seed(7);
+    ModelConfig config = unidirectional_models()[0].config;
+    VocabSizes vocab;
+    vocab.src = vocab.tgt = 20;
+    Seq2Seq model(config, vocab);
+    model->eval();
+    torch::InferenceMode inference;
+    DecodingSeq2Seq decoding(model, packed ? ExecutionMode::packed(ProductPrecision::kFp32) : ExecutionMode::libtorch());
+    REQUIRE(model->streams_source());
+    const int64_t n = 6;
+    auto src = torch::randint(4, 20, {1, n}, torch::kLong);
+    EncoderStream stream;
+    AttentionMemory memory;
+    for (int64_t g = 1; g <= n; ++g) {
+      decoding.read_source(src[0].slice(0, g - 1, g), stream, memory);
+      const auto full = decoding.encode(src.slice(1, 0, g), torch::full({1}, g, torch::kLong));
+      INFO("packed " << packed << ", prefix " << g);
+      REQUIRE(memory.values.sizes() == full.memory.values.sizes());
+      CHECK(torch::allclose(memory.values, full.memory.values, 1e-6, 1e-6));
+      CHECK(torch::allclose(memory.keys, full.memory.keys, 1e-6, 1e-6));
+      CHECK(torch::equal(memory.mask, full.memory.mask));
+      CHECK(torch::equal(memory.lengths, full.memory.lengths));
+      const auto state = model->start_decoder(stream, memory);
+      for (size_t l = 0; l < state.rnn.h.size(); ++l) {
+        CHECK(torch::allclose(state.rnn.h[l], full.state.rnn.h[l], 1e-6, 1e-6));
+        CHECK(torch::allclose(state.rnn.c[l], full.state.rnn.c[l], 1e-6, 1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("streaming encoder: the incremental path writes what re-encoding every prefix writes", "[streaming]") {
+  for (const auto& m : unidirectional_models()) {
+    INFO(m.name);
+    torch::manual_seed(11);
+    VocabSizes vocab;
+    vocab.src = vocab.tgt = 20;
+    Seq2Seq model(m.config, vocab);
+    model->eval();
+    {
+      // An untrained model ends most outputs at once, and an end of sentence reads on: with eos less
+      // likely, the policies write before the source ends.
+      torch::NoGradGuard no_grad;
+      model->output_bias()[3].fill_(-2.0);
+    }
+    Seq2SeqStepModel step_model(model);
+    REQUIRE(step_model.streams_source());
+    const bool hard = m.config.attention.type == "monotonic" || m.config.attention.type == "chunkwise";
+    CHECK(step_model.keeps_decoder_across_reads() == (hard && m.config.decoder.init == "zero"));
+    StreamingOptions options;
+    options.search.beam_size = 1;
+    options.search.max_length_ratio = 1.5;
+    std::vector<std::pair<int, int>> policies;  // (wait_k, lookahead)
+    for (int k : {1, 2, 3}) policies.emplace_back(k, 0);
+    if (hard) policies.insert(policies.end(), {{0, 0}, {0, 1}});
+    int64_t early = 0;  // tokens written before the whole source was read
+    for (int64_t n : {1, 3, 6, 9}) {
+      auto ids = torch::randint(4, 20, {n}, torch::kLong);
+      const std::vector<int64_t> source(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + n);
+      for (const auto& [k, lookahead] : policies) {
+        INFO("n " << n << ", wait-k " << k << ", lookahead " << lookahead);
+        options.wait_k = k;
+        options.lookahead = lookahead;
+        options.incremental = false;
+        CountingStepModel again(step_model);
+        const auto reference = stream_sentence(again, source, options);
+        CHECK(again.reads == 0);
+        options.incremental = true;
+        CountingStepModel streamed(step_model);
+        const auto out = stream_sentence(streamed, source, options);
+        REQUIRE(out.tokens == reference.tokens);
+        REQUIRE(out.delays == reference.delays);
+        REQUIRE(out.finished == reference.finished);
+        CHECK(streamed.starts == 0);      // never a prefix encoded again
+        // every token read once, eos included (up to the last read when cut at the maximum length)
+        const int64_t last = out.finished ? n : out.delays.back();
+        CHECK(streamed.reads == last + (last == n ? 1 : 0));
+        if (step_model.keeps_decoder_across_reads() && k == 0) CHECK(streamed.replayed == 0);
+        for (auto d : out.delays) early += d < n;
+      }
+    }
+    CHECK(early > 0);  // the policies did write before the end
+  }
+}
