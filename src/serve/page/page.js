@@ -465,16 +465,17 @@
   // from there (the words before kept, the rest re-decoded), whose words can be clicked in turn.
   // What the tests compare sits in data- attributes; the steps taken go into the page's link.
 
-  // One word per span, in `line`, from `text`; the spaces between stay text nodes. A word is
-  // "kept" when it lies wholly within the first `kept` characters, which the server forced.
-  function wordSpans(line, text, kept) {
+  // One word per span, in `line`, from `text`, numbered from `first`; the spaces between stay text
+  // nodes. A word is "kept" when it lies wholly within the first `kept` characters (the prefix the
+  // server was given).
+  function wordSpans(line, text, kept, first) {
     const spans = [];
     const offsets = [];
     for (const m of text.matchAll(/\S+/g)) offsets.push([m.index, m.index + m[0].length]);
     let at = 0;
     for (const [begin, end] of offsets) {
       if (begin > at) line.appendChild(document.createTextNode(text.slice(at, begin)));
-      const i = spans.length;
+      const i = (first || 0) + spans.length;
       const span = el("span", { class: "word" + (kept === undefined ? "" : end <= kept ? " kept" : " redecoded"),
                                 tabindex: 0, role: "button", "data-w": i },
                       text.slice(begin, end));
@@ -525,15 +526,13 @@
     }
     // The words become clickable in place; the chunks they came in stay as they were.
     const words = [];
-    const chunks = Array.from(live.querySelectorAll(".chunk"));
-    for (const chunk of chunks) {
+    for (const chunk of Array.from(live.querySelectorAll(".chunk"))) {
       const piece = chunk.textContent;
       clear(chunk);
-      for (const w of wordSpans(chunk, piece)) words.push(w);
+      words.push(...wordSpans(chunk, piece, undefined, words.length));
     }
-    words.forEach((w, i) => w.setAttribute("data-w", i));
     box.setAttribute("data-status", "done");
-    state.steer = { source, model, beam, text, words, live, alternatives: null, steps: [], pending: null };
+    state.steer = { source, model, beam, text, words, live, alternatives: null, steps: [], asked: 0, pending: null };
   }
 
   // The prefix before word i of the translation shown: its text up to the word, trailing space cut.
@@ -550,12 +549,14 @@
     const list = clear($("alternatives"));
     const prefix = prefixBefore(i);
     list.appendChild(el("p", { class: "busy" }, "Asking for alternatives\u2026"));
+    // A word asked about and not picked from is replaced by the next one asked about.
+    if (st.steps.length && st.steps[st.steps.length - 1][1] === null) st.steps.pop();
     st.steps.push([i, null]);
-    const asked = st.steps.length;
+    const asked = ++st.asked;
     st.pending = call("POST", "/v1/alternatives", { model: st.model, text: st.source, prefix, k: number("k"),
                                                     beam_size: st.beam })
       .then((answer) => {
-        if (st !== state.steer || asked !== st.steps.length) return;  // another click came since
+        if (st !== state.steer || asked !== st.asked) return;  // another click came since
         st.alternatives = answer.alternatives;
         renderAlternatives(list, i, prefix, answer);
         updateLink();
