@@ -22,11 +22,8 @@ trap '[ -n "$server" ] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
 zcat -f "$input" > "$work/input.txt"
 "$attnmt" serve --model "$model" --port "$port" --threads "$threads" --workers 1 > "$work/serve.log" 2>&1 &
 server=$!
-for _ in $(seq 600); do
-  grep -q "on http://" "$work/serve.log" && break
-  kill -0 $server 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
-  sleep 0.1
-done
+source scripts/serve_wait.sh
+port=$(serve_wait "$work/serve.log" "$server")
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "# $(date -u +%Y-%m-%d) on $cpu ($(nproc) cores), $threads threads, one worker, model $model, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 scripts/bench_stream.py "$port" "$work/input.txt" "$sentences" "$@"

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Load test of `attnmt serve` on the loopback interface (wrk, Debian's `wrk`, with a Lua script):
-# 1, 8, 32 and 128 concurrent clients, each sending one sentence of test_2016_flickr per request
-# (beam 5, the model's decode settings), for DURATION seconds per level. Prints, per level,
-# sentences/s and the p50/p95/p99 latency, and the server's throughput as a share of `attnmt
-# translate`'s batch throughput on the same model and input in the same run; the p50 at 1 client
-# is set against translating one sentence alone (`translate --batch-size 1` with one worker, on one
-# thread and on THREADS threads, the faster of the two: its search seconds per sentence, model
-# loading excluded). Also per level: the server's mean batch size (from /metrics).
+# Load test of `attnmt serve` on the loopback interface: 1, 8, 32 and 128 concurrent clients, each
+# sending one sentence per request (the model's decode settings), sentences of mixed lengths: 1 to
+# 60 words, uniformly drawn (seeded), cut from the running text of test_2016_flickr. Per level,
+# DURATION seconds of plain requests (wrk, Debian's `wrk`, with a Lua script), then DURATION
+# seconds of streamed ones (POST /v1/translate with "stream": true, scripts/load_stream.py). Prints,
+# per level, sentences/s and the p50/p95/p99 latency, and the server's throughput as a share of
+# `attnmt translate`'s batch throughput on the same model and input in the same run; the p50 at 1
+# client is set against translating one sentence alone (`translate --batch-size 1` with one worker,
+# on one thread and on THREADS threads, the faster of the two: its search seconds per sentence,
+# model loading excluded); the server's mean batch size (from /metrics); and for the streamed
+# requests the time to the first word (p50/p99) and to the whole answer (p50).
 #   scripts/load_test.sh [MODEL] [DURATION]   (default: runs/multi30k_de_en/quickstart, 20 s)
 # Bounded: each level runs DURATION seconds; the server binds 127.0.0.1 only and is stopped with
 # SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike; the
 # server batches up to MAX_BATCH sentences (default: serve's, 8 on a CPU) and waits at most
 # MAX_WAIT_MS (default 5) for more.
-# Exit 1 when a level had errors (non-2xx answers, connections refused, dropped or timed out) or
-# the server did not exit 0 at SIGTERM; the rates and latencies are reported, not failed on.
+# SENTENCES (default 500) mixed-length sentences are made.
+# Exit 1 when a level had errors (non-2xx answers, connections refused, dropped or timed out, a
+# stream without its done event) or the server did not exit 0 at SIGTERM; the rates and latencies
+# are reported, not failed on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-runs/multi30k_de_en/quickstart}
@@ -34,7 +39,16 @@ fi
 export OMP_WAIT_POLICY=PASSIVE
 work=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
-zcat -f "$input" > "$work/input.txt"
+# Mixed lengths: the test set's words as one running text, cut into sentences of 1-60 words.
+zcat -f "$input" | python3 -c '
+import random, sys
+words = sys.stdin.read().split()
+rng = random.Random(85)
+at = 0
+for _ in range(int(sys.argv[1])):
+    n = rng.randint(1, 60)
+    print(" ".join(words[(at + i) % len(words)] for i in range(n)))
+    at += n' "${SENTENCES:-500}" > "$work/input.txt"
 
 # batch throughput, and one sentence at a time
 "$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/batch.txt" --threads "$threads" \
@@ -70,18 +84,16 @@ LUA
 "$ATTNMT" serve --model "$model" --port "$port" --threads "$threads" ${MAX_BATCH:+--max-batch-sentences "$MAX_BATCH"} --max-wait-ms "${MAX_WAIT_MS:-5}" \
   --max-queue 4096 > "$work/serve.log" 2>&1 &
 server=$!
-for _ in $(seq 600); do
-  grep -q "on http://" "$work/serve.log" && break
-  kill -0 $server 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
-  sleep 0.1
-done
+source scripts/serve_wait.sh
+port=$(serve_wait "$work/serve.log" "$server")
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-echo "# $(date -u +%Y-%m-%d) on $cpu ($(nproc) cores), $threads threads, model $model, beam as its config"
+echo "# $(date -u +%Y-%m-%d) on $cpu ($(nproc) cores), $threads threads, model $model, beam as its config, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# ${SENTENCES:-500} sentences of 1-60 words (mean $(awk '{n += NF} END {printf "%.1f", n / NR}' "$work/input.txt")); ${duration} s per level plain, then ${duration} s streamed"
 printf "batch throughput (attnmt translate): %.1f sentences/s; one sentence alone: %.1f ms (1 thread %.1f, %s threads %.1f)\n" \
   "$batch_rate" "$alone_ms" "$alone_1" "$threads" "$alone_t"
-echo "| clients | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | p50 / alone | mean batch | errors |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| clients | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | p50 / alone | mean batch | streamed/s | first word p50 ms | first word p99 ms | streamed p50 ms | errors |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 batch_sums() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^attnmt_batch_sentences_(sum|count) /{printf "%s ", $2}'; }
 failed=0
 for clients in 1 8 32 128; do
@@ -91,17 +103,21 @@ for clients in 1 8 32 128; do
         "http://127.0.0.1:$port" 2>&1 | grep '^RESULT')
   read -r _ requests seconds p50 p95 p99 errors <<< "$out"
   read -r sum1 count1 <<< "$(batch_sums)"
+  streamed=$(python3 scripts/load_stream.py "$port" "$work/input.txt" "$clients" "$duration" | grep '^RESULT')
+  read -r _ s_requests s_seconds first50 first99 whole50 _ s_errors <<< "$streamed"
   python3 -c '
 import sys
-c, n, s, p50, p95, p99, e, batch, alone, sums = sys.argv[1:]
+c, n, s, p50, p95, p99, e, batch, alone, sums, sn, ss, f50, f99, w50, se = sys.argv[1:]
 s0, c0, s1, c1 = map(float, sums.split())
 rate = float(n) / float(s)
 mean = (s1 - s0) / max(c1 - c0, 1)
 print(f"| {c} | {rate:.1f} | {100 * rate / float(batch):.0f}% | {float(p50):.1f} | {float(p95):.1f} | {float(p99):.1f} | "
-      f"{float(p50) / float(alone):.2f}x | {mean:.1f} | {e} |")' \
-    "$clients" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate" "$alone_ms" "$sum0 $count0 $sum1 $count1"
-  if [ -z "$errors" ] || [ "$errors" != 0 ]; then
-    echo "load_test.sh: FAILED: ${errors:-no result from wrk} errors at $clients clients" >&2
+      f"{float(p50) / float(alone):.2f}x | {mean:.1f} | {float(sn) / float(ss):.1f} | {float(f50):.1f} | {float(f99):.1f} | "
+      f"{float(w50):.1f} | {e} + {se} |")' \
+    "$clients" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate" "$alone_ms" "$sum0 $count0 $sum1 $count1" \
+    "$s_requests" "$s_seconds" "$first50" "$first99" "$whole50" "$s_errors"
+  if [ -z "$errors" ] || [ "$errors" != 0 ] || [ -z "$s_errors" ] || [ "$s_errors" != 0 ]; then
+    echo "load_test.sh: FAILED: ${errors:-no result from wrk} plain and ${s_errors:-no result} streamed errors at $clients clients" >&2
     failed=1
   fi
 done

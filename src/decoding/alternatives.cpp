@@ -9,12 +9,17 @@
 namespace attnmt {
 
 Alternatives next_alternatives(StepModel& model, const Tokenizers& tokenizers, const std::string& source,
-                               const std::string& prefix, int k, const TranslateOptions& options) {
+                               const AlternativesQuery& query, const TranslateOptions& options) {
+  const auto& prefix = query.prefix;
+  const int k = query.k;
   if (options.search.rules != SearchRules::attnmt || options.search.sampling || options.mbr != "none") {
     throw InputError("alternatives: beam or greedy search under decode.search_rules attnmt only, without sampling "
                      "or MBR");
   }
   if (k < 1) throw InputError("alternatives: k must be at least 1");
+  if (!(query.prefix_bias_beta >= 0 && query.prefix_bias_beta < 1)) {
+    throw InputError("alternatives: prefix_bias_beta must be in [0, 1)");
+  }
   torch::InferenceMode inference;
   const auto encoded = encode_sources(*tokenizers.src, {source}, options.max_source_tokens)[0];
   if (encoded.empty()) throw InputError("alternatives: the source is blank");
@@ -48,9 +53,11 @@ Alternatives next_alternatives(StepModel& model, const Tokenizers& tokenizers, c
   auto [values, columns] = log_probs[0].topk(std::min<int64_t>(k, V));
   const auto tokens = r.vocabulary.defined() ? r.vocabulary.index_select(0, columns) : columns;
 
-  // Each alternative's completion: the prefix and that subword forced, then search goes on (after
-  // a forced end of sentence there is nothing left to search: the translation is the prefix).
+  // Each alternative's completion: the prefix and that subword forced (or biased towards), then
+  // search goes on (after a forced end of sentence there is nothing left to search: the
+  // translation is the prefix).
   LineGuides guides;
+  guides.prefix_bias_beta = query.prefix_bias_beta;
   for (int64_t j = 0; j < values.size(0); ++j) {
     Alternative a;
     a.token = tokens[j].item<int64_t>();

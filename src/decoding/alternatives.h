@@ -4,7 +4,7 @@
 // returns, there in its Python API only. The distribution is the model's own at that position
 // (log_softmax of the step's logits after the prefix was fed, teacher-forced); each completion is
 // beam search (the model's options) with the prefix and that subword forced, as `translate
-// --prefix` decodes. `serve` answers it as POST /v1/alternatives.
+// --prefix` decodes, or biased towards them (AlternativesQuery::prefix_bias_beta). `serve` answers it as POST /v1/alternatives.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,11 +30,20 @@ struct Alternatives {
   std::vector<Alternative> next;          // k of them, the most probable first
 };
 
-// The k (>= 1) best next subwords after `prefix` (target text, "" = at the start) for `source`.
-// InputError when the source is blank, or the prefix leaves no room in the sentence's maximum
-// output length (decode.max_length_ratio, decode.max_length) for one more subword; options must
-// be attnmt's search rules without sampling (InputError otherwise).
+struct AlternativesQuery {
+  std::string prefix;  // target text ("" = at the start)
+  int k = 5;           // how many next subwords (>= 1)
+  // In [0, 1): 0 forces prefix + subword in each completion; above, the completion's search is
+  // only biased towards them (SentenceGuide::prefix_bias_beta), so it may leave them. The k
+  // subwords and their probabilities are the model's own after the prefix either way.
+  double prefix_bias_beta = 0;
+};
+
+// The k best next subwords after the query's prefix for `source`. InputError when the source is
+// blank, the prefix leaves no room in the sentence's maximum output length (decode.max_length_ratio,
+// decode.max_length) for one more subword, k < 1, or the bias is outside [0, 1); options must be
+// attnmt's search rules without sampling (InputError otherwise).
 Alternatives next_alternatives(StepModel& model, const Tokenizers& tokenizers, const std::string& source,
-                               const std::string& prefix, int k, const TranslateOptions& options);
+                               const AlternativesQuery& query, const TranslateOptions& options);
 
 }  // namespace attnmt

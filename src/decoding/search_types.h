@@ -59,6 +59,11 @@ using DecidedWatch = std::function<bool(const std::vector<int64_t>& decided)>;
 // What search is given for each sentence of a batch besides its source.
 struct SentenceGuide {
   std::vector<int64_t> prefix;  // target tokens forced first, then search goes on (no eos)
+  // In [0, 1): 0 forces the prefix; above, search is only biased towards it, as CTranslate2's
+  // prefix_bias_beta: at step t < |prefix|, a hypothesis that has followed the prefix so far
+  // scores token v by log((1 - beta) P(v) + beta [v == prefix[t]]); one that has left it is not
+  // biased again. Scores and log-probs are then the biased ones.
+  double prefix_bias_beta = 0;
   // Phrases every output must contain (lexically constrained decoding, constraints.h).
   std::vector<std::vector<int64_t>> constraints;
   uint64_t id = 0;              // the sentence's number in its input: seeds its samples

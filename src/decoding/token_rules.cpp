@@ -1,6 +1,7 @@
 #include "decoding/token_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "decoding/neg_inf.h"
@@ -39,6 +40,21 @@ std::vector<int64_t> TokenRules::repeating_tokens(const std::vector<int64_t>& to
     }
   }
   return out;
+}
+
+bool TokenRules::follows(const std::vector<int64_t>& history, const std::vector<int64_t>& prefix, int64_t t) {
+  return static_cast<int64_t>(history.size()) == t && t <= static_cast<int64_t>(prefix.size()) &&
+         std::equal(history.begin(), history.end(), prefix.begin());
+}
+
+void TokenRules::bias_row(torch::Tensor& log_probs, int64_t row, int64_t token, double beta, const int64_t* vocabulary) {
+  const int64_t V = log_probs.size(1);
+  float* p = log_probs.data_ptr<float>() + row * V;
+  const int64_t biased = column_of(token, V, vocabulary);  // -1: not in this step's shortlist
+  for (int64_t v = 0; v < V; ++v) {
+    const double mixed = (1 - beta) * std::exp(static_cast<double>(p[v])) + (v == biased ? beta : 0.0);
+    p[v] = mixed > 0 ? static_cast<float>(std::log(mixed)) : kNegInfF;
+  }
 }
 
 void TokenRules::apply_row(torch::Tensor& log_probs, int64_t row, int64_t t, const std::vector<int64_t>* prefix,

@@ -1,7 +1,9 @@
 // The rules that bar tokens at a search step, whatever the search: decode.min_length (no eos
 // yet), decode.no_repeat_ngram_size (no n-gram twice) and a sentence's forced prefix. A barred
 // token's log-probability becomes -inf; the others keep theirs (no renormalisation, as fairseq
-// and OpenNMT-py do), so a hypothesis's score stays its log-probability under the model.
+// and OpenNMT-py do), so a hypothesis's score stays its log-probability under the model. A prefix
+// with SentenceGuide::prefix_bias_beta > 0 is not forced but mixed into the distribution of the
+// rows that have followed it so far (search_types.h).
 #pragma once
 #include <torch/torch.h>
 
@@ -26,12 +28,22 @@ class TokenRules {
              const int64_t* vocabulary) const {
     for (int64_t n = 0; n < log_probs.size(0); ++n) {
       const int64_t b = sentence[static_cast<size_t>(n)];
-      const bool forced = b < static_cast<int64_t>(guides_.size()) &&
-                          t < static_cast<int64_t>(guides_[static_cast<size_t>(b)].prefix.size());
-      apply_row(log_probs, n, t, forced ? &guides_[static_cast<size_t>(b)].prefix : nullptr,
-                ngram_ > 0 ? history(n) : std::vector<int64_t>(), vocabulary);
+      const SentenceGuide* guide = b < static_cast<int64_t>(guides_.size()) ? &guides_[static_cast<size_t>(b)] : nullptr;
+      const bool in_prefix = guide && t < static_cast<int64_t>(guide->prefix.size());
+      if (in_prefix && guide->prefix_bias_beta > 0) {
+        const std::vector<int64_t> h = history(n);
+        if (follows(h, guide->prefix, t)) bias_row(log_probs, n, guide->prefix[static_cast<size_t>(t)], guide->prefix_bias_beta, vocabulary);
+        apply_row(log_probs, n, t, nullptr, h, vocabulary);
+      } else {
+        apply_row(log_probs, n, t, in_prefix ? &guide->prefix : nullptr,
+                  ngram_ > 0 ? history(n) : std::vector<int64_t>(), vocabulary);
+      }
     }
   }
+  // Whether `history` (t tokens) is prefix[0, t).
+  static bool follows(const std::vector<int64_t>& history, const std::vector<int64_t>& prefix, int64_t t);
+  // Row `row` of log_probs (log-probabilities) becomes log((1 - beta) P + beta [v == token]).
+  static void bias_row(torch::Tensor& log_probs, int64_t row, int64_t token, double beta, const int64_t* vocabulary);
   // The tokens that would repeat an n-gram of `tokens` (n = no_repeat_ngram_size) if appended.
   static std::vector<int64_t> repeating_tokens(const std::vector<int64_t>& tokens, int n);
 

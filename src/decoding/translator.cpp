@@ -78,11 +78,15 @@ std::function<SentenceGuide(size_t)> encode_guides(const LineGuides& guides, con
                        std::to_string(room) + " (decode.max_length_ratio, decode.max_length)");
     }
   }
-  return [prefixes, constraints, watches](size_t line) {
+  if (!(guides.prefix_bias_beta >= 0 && guides.prefix_bias_beta < 1)) {
+    throw InputError("prefix_bias_beta: expected a number in [0, 1), got " + std::to_string(guides.prefix_bias_beta));
+  }
+  return [prefixes, constraints, watches, beta = guides.prefix_bias_beta](size_t line) {
     SentenceGuide g;
     if (!watches->empty()) g.watch = (*watches)[line];
     g.id = line;  // seeds the line's samples
     if (!prefixes->empty()) g.prefix = (*prefixes)[line];
+    g.prefix_bias_beta = beta;
     if (!constraints->empty()) g.constraints = (*constraints)[line];
     return g;
   };

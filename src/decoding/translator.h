@@ -30,6 +30,9 @@ struct TranslateOptions {
 struct LineGuides {
   std::vector<std::string> prefixes;                  // raw target text forced first ("" = none)
   std::vector<std::vector<int64_t>> prefix_ids;       // or target token ids forced first, as they are
+  // In [0, 1): 0 forces the prefixes; above, search is biased towards them instead
+  // (SentenceGuide::prefix_bias_beta, CTranslate2's prefix_bias_beta). InputError outside.
+  double prefix_bias_beta = 0;
   std::vector<std::vector<std::string>> constraints;  // raw target phrases every output must contain
   // Each line's output as it is decided (search_types.h); empty functions watch nothing. Greedy
   // and beam search under attnmt's rules only, without sampling or MBR (InputError otherwise).

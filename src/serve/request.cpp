@@ -120,8 +120,9 @@ AlternativesRequest parse_alternatives_request(const json& body, const std::vect
                                                const RequestLimits& limits) {
   if (!body.is_object()) throw HttpError{400, "expected an object {\"text\": \"...\", \"prefix\": \"...\", \"k\": N}"};
   for (const auto& [key, value] : body.items()) {
-    if (key != "model" && key != "text" && key != "prefix" && key != "k" && key != "beam_size") {
-      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, prefix, k, beam_size)"};
+    if (key != "model" && key != "text" && key != "prefix" && key != "k" && key != "beam_size" &&
+        key != "prefix_bias_beta") {
+      throw HttpError{400, "unknown field '" + key + "' (fields: model, text, prefix, k, beam_size, prefix_bias_beta)"};
     }
   }
   AlternativesRequest request;
@@ -139,6 +140,15 @@ AlternativesRequest parse_alternatives_request(const json& body, const std::vect
   if (!body.contains("text")) throw HttpError{400, "text: expected a string (the source sentence)"};
   request.k = int_field(body, "k", request.k, 1, limits.max_beam_size);
   request.beam_size = int_field(body, "beam_size", model.beam_size, 1, limits.max_beam_size);
+  if (body.contains("prefix_bias_beta")) {
+    const auto& v = body["prefix_bias_beta"];
+    // is_number() holds for finite values only: JSON has no NaN or infinity.
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() < 1)) {
+      throw HttpError{400, "prefix_bias_beta: expected a number in [0, 1) (0: the prefix is forced), got " +
+                               dump_json(v)};
+    }
+    request.prefix_bias_beta = v.get<double>();
+  }
   if (!model.not_interactive.empty()) {
     throw HttpError{400, "model '" + model.name + "' cannot give alternatives: " + model.not_interactive};
   }

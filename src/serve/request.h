@@ -47,6 +47,9 @@ struct AlternativesRequest {
   std::string prefix;  // the translation's beginning, as the user has it ("" = none)
   int k = 5;
   int beam_size = 5;   // of the completions' search
+  // In [0, 1): 0 forces prefix + subword in each completion, above biases its search towards
+  // them (decoding/alternatives.h).
+  double prefix_bias_beta = 0;
 };
 
 // The body as JSON: 400 naming the byte where it is not UTF-8, or where it is not JSON.
@@ -59,7 +62,7 @@ ModelRequest parse_v1_request(const nlohmann::json& body, const std::vector<Mode
                               const RequestLimits& limits);
 
 // POST /v1/alternatives: {"model"?, "text": "...", "prefix"?: "...", "k"?: 1-max_beam_size (5),
-// "beam_size"?}. text and prefix at most max_sentence_bytes each (413); a model whose search
+// "beam_size"?, "prefix_bias_beta"?: [0, 1) (0)}. text and prefix at most max_sentence_bytes each (413); a model whose search
 // cannot give them (ModelChoice::not_interactive): 400.
 AlternativesRequest parse_alternatives_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
                                                const RequestLimits& limits);

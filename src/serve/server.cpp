@@ -331,7 +331,8 @@ json v1_alternatives(const json& body, const std::vector<ServedModel>& models, c
   options.workers = 1;
   Alternatives found;
   try {
-    found = next_alternatives(*model.step, *model.tokenizers, request.text, request.prefix, request.k, options);
+    found = next_alternatives(*model.step, *model.tokenizers, request.text,
+                              {request.prefix, request.k, request.prefix_bias_beta}, options);
   } catch (const InputError& e) {
     throw HttpError{400, e.what()};
   }
@@ -346,6 +347,7 @@ json v1_alternatives(const json& body, const std::vector<ServedModel>& models, c
   }
   return {{"model", model.name},
           {"prefix", {{"text", request.prefix}, {"pieces", found.prefix_pieces}}},
+          {"prefix_bias_beta", request.prefix_bias_beta},
           {"alternatives", list}};
 }
 

@@ -12,6 +12,7 @@
 #include "decoding/candidates.h"
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
+#include "decoding/token_rules.h"
 #include "finite_difference.h"
 #include "io/model_file.h"
 #include "program.h"
@@ -516,6 +517,59 @@ TEST_CASE("decided output: a watch that says stop takes its sentence out, the ot
   CHECK_THROWS(search(model, source(1), lengths(1), sampling, one));
 }
 
+// prefix_bias_beta, as CTranslate2 defines it: at step t < |prefix|, a hypothesis that has
+// followed the prefix so far scores token v by log((1 - beta) P(v) + beta [v == prefix[t]]); one
+// that has left it is scored by the model alone. On the garden path (after bos: a .6, b .4; after
+// a: eos .4, a .3, b .3; after b: eos .9, a .05, b .05), by hand.
+TEST_CASE("prefix bias: the biased distribution, computed by hand, and the search that uses it", "[search][prefix]") {
+  auto model = garden_path();
+  const std::vector<int64_t> prefix{b, a};
+  const double inf = std::numeric_limits<double>::infinity();
+  SECTION("the rules: a row that follows the prefix is mixed with it, a row that left it is not") {
+    Guides guides(1);
+    guides[0].prefix = prefix;
+    guides[0].prefix_bias_beta = 0.25;
+    const SearchOptions o = unnormalised(2);
+    const TokenRules rules(o, guides, model.eos_id());
+    // step 1: row 0 after "b" (follows the prefix), row 1 after "a" (left it at step 0)
+    auto lp = torch::tensor({0.0, 0.0, 0.0, 0.9, 0.05, 0.05, 0.0, 0.0, 0.0, 0.4, 0.3, 0.3}, torch::kFloat).view({2, 6}).log();
+    rules.apply(lp, 1, {0, 0}, [&](int64_t row) { return row == 0 ? std::vector<int64_t>{b} : std::vector<int64_t>{a}; },
+                nullptr);
+    const std::vector<double> want0{-inf, -inf, -inf, std::log(0.75 * 0.9), std::log(0.75 * 0.05 + 0.25), std::log(0.75 * 0.05)};
+    const std::vector<double> want1{-inf, -inf, -inf, std::log(0.4), std::log(0.3), std::log(0.3)};
+    for (int64_t v = 0; v < 6; ++v) {
+      INFO("token " << v);
+      const double got0 = lp[0][v].item<double>(), got1 = lp[1][v].item<double>();
+      if (std::isinf(want0[v])) CHECK(got0 == -inf); else CHECK(got0 == Approx(want0[v]).epsilon(1e-6));
+      if (std::isinf(want1[v])) CHECK(got1 == -inf); else CHECK(got1 == Approx(want1[v]).epsilon(1e-6));
+    }
+    // with a shortlist the prefix's token is found by its id (columns 3, 5, 4 = eos, b, a)
+    const std::vector<int64_t> columns{3, 5, 4};
+    auto short_lp = torch::tensor({0.9f, 0.05f, 0.05f}, torch::kFloat).view({1, 3}).log();
+    rules.apply(short_lp, 1, {0}, [&](int64_t) { return std::vector<int64_t>{b}; }, columns.data());
+    CHECK(short_lp[0][2].item<double>() == Approx(std::log(0.75 * 0.05 + 0.25)).epsilon(1e-6));
+    CHECK(short_lp[0][1].item<double>() == Approx(std::log(0.75 * 0.05)).epsilon(1e-6));
+  }
+  SECTION("search: greedy and beam under the bias, against the forced prefix and no prefix") {
+    Guides guides(1);
+    guides[0].prefix = prefix;
+    guides[0].prefix_bias_beta = 0.5;
+    // greedy: b (.5 * .4 + .5 = .7), then a (.5 * .05 + .5 = .525, over eos .45), then eos (.4)
+    auto greedy = search(model, source(1), lengths(1), unnormalised(1), guides);
+    CHECK(greedy[0][0].tokens == prefix);
+    CHECK(greedy[0][0].log_prob == Approx(std::log(0.7 * 0.525 * 0.4)).epsilon(1e-6));
+    // beam 2 finds b then eos (.7 * .45 = .315), more probable under the bias than b a eos (.147)
+    auto beam = search(model, source(1), lengths(1), unnormalised(2), guides);
+    CHECK(beam[0][0].tokens == std::vector<int64_t>{b});
+    CHECK(beam[0][0].score == Approx(std::log(0.7 * 0.45)).epsilon(1e-6));
+    // beta 0: the prefix is forced, scored by the model (.4 * .05 * .4)
+    guides[0].prefix_bias_beta = 0;
+    auto forced = search(model, source(1), lengths(1), unnormalised(2), guides);
+    CHECK(forced[0][0].tokens == prefix);
+    CHECK(forced[0][0].log_prob == Approx(std::log(0.4 * 0.05 * 0.4)).epsilon(1e-6));
+  }
+}
+
 // Alternatives after a forced prefix (decoding/alternatives.h) on a real trained model
 // (tests/data/model_v1): the k subwords and log-probabilities equal the model's own distribution
 // rescored by teacher forcing (Seq2Seq::forward over the whole prefix at once, not step by step),
@@ -537,7 +591,7 @@ TEST_CASE("alternatives: the model's top k after the prefix (rescored), each com
     const auto cut = own.find(' ', own.find(' ') + 1);  // its first two words
     for (const std::string prefix : {std::string(), own.substr(0, cut), std::string("zz qq")}) {
       INFO("line " << line << ", prefix '" << prefix << "'");
-      const auto found = next_alternatives(step, loaded.tokenizers, source, prefix, 5, options);
+      const auto found = next_alternatives(step, loaded.tokenizers, source, {prefix, /*k=*/5}, options);
       REQUIRE(found.next.size() == 5);
       // Rescoring: the whole prefix fed at once; the distribution at its last position.
       std::vector<int64_t> src;
@@ -584,7 +638,7 @@ TEST_CASE("alternatives: the model's top k after the prefix (rescored), each com
   // A prefix with no room left for a next subword, and k 0: refused.
   std::string longest;
   while (longest.size() < 400) longest += "a b ";
-  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, lines[0], longest, 5, options), InputError);
-  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, lines[0], "", 0, options), InputError);
-  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, " ", "", 3, options), InputError);
+  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, lines[0], {longest, /*k=*/5}, options), InputError);
+  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, lines[0], {"", /*k=*/0}, options), InputError);
+  CHECK_THROWS_AS(next_alternatives(step, loaded.tokenizers, " ", {"", /*k=*/3}, options), InputError);
 }

@@ -1179,6 +1179,26 @@ TEST_CASE("serve: /v1/alternatives: the k best next subwords, each completion as
   refused({{"text", source}, {"prefix", many}}, 400, "no room for a next one");
   refused({{"text", " "}}, 400, "the source is blank");
   refused({{"text", source}, {"n", 3}}, 400, "unknown field 'n'");
+  for (const json& beta : {json(-0.1), json(1), json(1.5), json("0.5"), json(true), json(nullptr)}) {
+    refused({{"text", source}, {"prefix_bias_beta", beta}}, 400, "prefix_bias_beta: expected a number in [0, 1)");
+  }
+
+  // prefix_bias_beta: the same k subwords and probabilities (the model's own after the prefix); the
+  // completions are searched with a bias towards prefix + subword instead of forcing them (the
+  // biased search itself is checked by hand in the core tests). Under a bias that nearly forces,
+  // every completion still begins with the prefix.
+  const auto forced = post(port, "/v1/alternatives", json{{"text", source}, {"prefix", prefix}, {"k", 6}}.dump());
+  const auto nearly = post(port, "/v1/alternatives",
+                           json{{"text", source}, {"prefix", prefix}, {"k", 6}, {"prefix_bias_beta", 0.999999}}.dump());
+  REQUIRE(nearly.status == 200);
+  CHECK(nearly.body["prefix_bias_beta"] == 0.999999);
+  CHECK(forced.body["prefix_bias_beta"] == 0.0);
+  for (size_t j = 0; j < 6; ++j) {
+    INFO("alternative " << j);
+    CHECK(nearly.body["alternatives"][j]["piece"] == forced.body["alternatives"][j]["piece"]);
+    CHECK(nearly.body["alternatives"][j]["log_prob"] == forced.body["alternatives"][j]["log_prob"]);
+    CHECK(nearly.body["alternatives"][j]["translation"]["text"].get<std::string>().rfind(prefix, 0) == 0);
+  }
   server.signal("TERM");
   CHECK(server.wait() == 0);
   fs::remove_all(dir);

@@ -123,6 +123,14 @@ struct Browser {
     return shell(program + " " + flags() + " --virtual-time-budget=30000 --dump-dom \"" + url(query) +
                  "\" 2>/dev/null");
   }
+  // The DOM once the page says it is done (<body data-ready="true">), waited for in real time by
+  // tests/e2e/page_when_ready.py: for a view whose work goes on after its requests are answered (a
+  // streamed answer read as it comes), which the virtual-time budget above would cut short.
+  std::string ready_dom(const std::string& query) const {
+    const auto driver = fs::path(ATTNMT_TEST_DATA_DIR).parent_path() / "e2e" / "page_when_ready.py";
+    return shell("python3 " + driver.string() + " " + program + " " + profile.string() + " \"" + url(query) +
+                 "\" 90 2>&1");
+  }
   std::string url(const std::string& query) const { return "http://127.0.0.1:" + std::to_string(port) + "/" + query; }
   std::string flags() const {
     return "--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir=" + profile.string();
@@ -337,6 +345,233 @@ TEST_CASE("serve page in a real browser: translation, heatmap, compare, streamin
     CHECK_THAT(message(dom), Contains("error: 401: "));
     CHECK_THAT(message(dom), Contains("enter the server's API key"));
     CHECK(occurrences(dom, "class=\"hyp") == 0);
+  }
+  fs::remove_all(dir);
+#endif
+}
+
+#ifdef ATTNMT_TEST_HTTP
+namespace {
+
+// The text inside `html` with its tags taken out (entities left as the serializer wrote them).
+std::string without_tags(const std::string& html) {
+  static const std::regex tag("<[^>]*>");
+  return std::regex_replace(html, tag, "");
+}
+
+// Attribute `name`'s value in the first element after `from` that has one ("<none>" if none).
+std::string attribute(const std::string& dom, const std::string& name, size_t from = 0) {
+  const std::string open = " " + name + "=\"";
+  const auto at = dom.find(open, from);
+  if (at == std::string::npos) return "<none>";
+  const auto begin = at + open.size();
+  return dom.substr(begin, dom.find('"', begin) - begin);
+}
+
+// Text as the DOM serializer writes it in an attribute value.
+std::string as_html_attribute(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// The translation's text up to word i (words: runs of non-spaces), the spaces before it cut: the
+// prefix that clicking word i asks alternatives after.
+std::string prefix_before(const std::string& text, size_t i) {
+  size_t at = 0, word = 0;
+  for (;;) {
+    at = text.find_first_not_of(' ', at);
+    if (at == std::string::npos || word == i) break;
+    at = text.find(' ', at);
+    ++word;
+    if (at == std::string::npos) break;
+  }
+  std::string prefix = text.substr(0, at == std::string::npos ? text.size() : at);
+  while (!prefix.empty() && prefix.back() == ' ') prefix.pop_back();
+  return prefix;
+}
+
+std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// The alternatives list the page shows: per item its rank, piece, log-prob, prob and completion.
+struct ShownAlternative {
+  int rank;
+  std::string piece;
+  double log_prob, prob;
+  std::string completion;
+};
+std::vector<ShownAlternative> shown_alternatives(const std::string& dom) {
+  static const std::regex button(
+      R"re(<button type="button" class="alt" data-rank="(\d+)" data-piece="([^"]*)" data-log-prob="([^"]+)" data-prob="([^"]+)">)re");
+  std::vector<ShownAlternative> out;
+  const std::string open = "<li data-rank=\"";
+  for (auto at = dom.find(open); at != std::string::npos; at = dom.find(open, at + 1)) {
+    const std::string item = dom.substr(at, dom.find("</li>", at) - at);
+    std::smatch m;
+    if (!std::regex_search(item, m, button)) continue;
+    out.push_back({std::stoi(m[1]), m[2], std::stod(m[3]), std::stod(m[4]), attribute(item, "data-text")});
+  }
+  return out;
+}
+
+// The alternatives shown against the server's own answer for the same source and prefix.
+void check_alternatives(const std::string& dom, const json& api) {
+  const auto shown = shown_alternatives(dom);
+  const auto& want = api["alternatives"];
+  REQUIRE(shown.size() == want.size());
+  for (size_t j = 0; j < shown.size(); ++j) {
+    INFO("alternative " << j);
+    CHECK(shown[j].rank == static_cast<int>(j));
+    CHECK(shown[j].piece == as_html_attribute(want[j]["piece"].get<std::string>()));
+    CHECK(shown[j].log_prob == Approx(want[j]["log_prob"].get<double>()).margin(1e-12));
+    CHECK(shown[j].prob == Approx(want[j]["prob"].get<double>()).margin(1e-12));
+    CHECK(shown[j].completion == as_html_attribute(want[j]["translation"]["text"].get<std::string>()));
+  }
+}
+
+}  // namespace
+#endif
+
+TEST_CASE("serve page, interactive view: words stream in, a clicked word lists the server's alternatives, a pick "
+          "shows its completion",
+          "[serve][browser][e2e][interactive]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY(
+      "SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): the page was not tested");
+  return;
+#else
+  const auto program = chromium();
+  if (program.empty()) {
+    ATTNMT_MISSING_DEPENDENCY(
+        "SKIPPED: no chromium on this machine (scripts/install_deps.sh --test installs it): the page was not tested");
+    return;
+  }
+  if (shell("command -v python3").empty()) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: no python3 to drive Chromium with (tests/e2e/page_when_ready.py)");
+    return;
+  }
+  auto dir = temp_dir("page_interactive");
+  // The committed tiny model (tests/data/model_v1): no training, and its translations are long.
+  PageServer server(dir, "--model v1=" + kData + "/model_v1 --beam-size 3");
+  INFO(server.log_text());
+  REQUIRE(server.port > 0);
+  const Browser browser{program, dir / "profile", server.port};
+  const std::string line = attnmt::read_lines(kData + "/tiny.de").at(3);
+  const std::string view = "?text=" + url_encode(line) + "&model=v1&view=interactive";
+  const std::string want =
+      post_json(server.port, "/v1/translate", {{"model", "v1"}, {"text", {line}}})["translations"][0][0]["text"];
+  const auto want_words = words_of(want);
+  REQUIRE(want_words.size() >= 6);
+
+  {  // the translation as it was streamed: its events, concatenated, are the translation not streamed
+    const auto dom = browser.ready_dom(view);
+    INFO(dom.substr(0, 4000));
+    REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
+    CHECK(message(dom).empty());
+    const auto box = dom.find("<div class=\"sentence interactive\"");
+    REQUIRE(box != std::string::npos);
+    CHECK(attribute(dom, "data-status", box) == "done");
+    CHECK(attribute(dom, "data-final", box) == as_html_attribute(want));
+    const auto live_at = dom.find("<p class=\"live\"", box);
+    REQUIRE(live_at != std::string::npos);
+    const std::string live = dom.substr(live_at, dom.find("</p>", live_at) - live_at);
+    // each chunk is one word event, in order; the last one may carry several words
+    static const std::regex chunk(R"re(<span class="chunk" data-event="(\d+)">)re");
+    std::vector<size_t> starts;
+    for (std::sregex_iterator it(live.begin(), live.end(), chunk), end; it != end; ++it) {
+      CHECK(std::stoul((*it)[1]) == starts.size());
+      starts.push_back(static_cast<size_t>(it->position()));
+    }
+    CHECK(attribute(dom, "data-events", box) == std::to_string(starts.size()));
+    CHECK(starts.size() >= want_words.size() / 2);  // it grew word by word, not all at the end
+    std::string streamed;
+    for (size_t c = 0; c < starts.size(); ++c) {
+      const auto end = c + 1 < starts.size() ? starts[c + 1] : live.size();
+      streamed += without_tags(live.substr(starts[c], end - starts[c]));
+    }
+    CHECK(streamed == as_html_text(want));
+    // and its words are the clickable ones
+    static const std::regex word(R"re(<span class="word" tabindex="0" role="button" data-w="(\d+)">([^<]*)</span>)re");
+    std::vector<std::string> words;
+    for (std::sregex_iterator it(live.begin(), live.end(), word), end; it != end; ++it) {
+      CHECK(std::stoul((*it)[1]) == words.size());
+      words.push_back((*it)[2]);
+    }
+    CHECK(words.size() == want_words.size());
+    for (size_t i = 0; i < std::min(words.size(), want_words.size()); ++i) CHECK(words[i] == as_html_text(want_words[i]));
+  }
+
+  const size_t clicked = 2;
+  const std::string prefix = prefix_before(want, clicked);
+  REQUIRE(!prefix.empty());
+  const auto api = post_json(server.port, "/v1/alternatives",
+                             {{"model", "v1"}, {"text", line}, {"prefix", prefix}, {"k", 5}, {"beam_size", 3}});
+  REQUIRE(api["alternatives"].size() == 5);
+  {  // a click on word 2: the alternatives after the two words before it, as the server gives them
+    const auto dom = browser.ready_dom(view + "&word=" + std::to_string(clicked));
+    INFO(dom.substr(0, 4000));
+    REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
+    CHECK(message(dom).empty());
+    CHECK_THAT(dom, Contains("<ol class=\"alternatives\" data-word=\"2\" data-prefix=\"" + as_html_attribute(prefix) + "\">"));
+    CHECK_THAT(dom, Contains("class=\"word asked\" tabindex=\"0\" role=\"button\" data-w=\"2\""));
+    check_alternatives(dom, api);
+  }
+
+  // The pick: an alternative other than the subword the translation has there, so that the rest
+  // is decoded again.
+  size_t pick = 0;
+  while (pick < 5 && api["alternatives"][pick]["translation"]["text"] == want) ++pick;
+  REQUIRE(pick < 5);
+  const std::string completion = api["alternatives"][pick]["translation"]["text"];
+  {  // picking it shows its completion: the words before kept, the rest re-decoded
+    const auto steps = "&word=2&pick=" + std::to_string(pick);
+    const auto dom = browser.ready_dom(view + steps);
+    INFO(dom.substr(0, 4000));
+    REQUIRE_THAT(dom, Contains("data-ready=\"true\""));
+    CHECK(message(dom).empty());
+    const auto box = dom.find("<div class=\"sentence interactive\"");
+    REQUIRE(box != std::string::npos);
+    CHECK(attribute(dom, "data-status", box) == "picked");
+    CHECK(attribute(dom, "data-final", box) == as_html_attribute(completion));
+    const auto live_at = dom.find("<p class=\"live\"", box);
+    CHECK(without_tags(dom.substr(live_at, dom.find("</p>", live_at) - live_at)) == as_html_text(completion));
+    // kept: the words wholly within the prefix (the word before the pick is not, if the pick goes on with it)
+    const std::string piece = api["alternatives"][pick]["piece"];
+    const bool new_word = piece == "</s>" || piece.rfind("\xE2\x96\x81", 0) == 0;
+    CHECK(occurrences(dom, "class=\"word kept\"") ==
+          (completion.rfind(prefix, 0) == 0 ? (new_word ? clicked : clicked - 1) : 0));
+    CHECK(occurrences(dom, "class=\"word redecoded\"") + occurrences(dom, "class=\"word kept\"") ==
+          words_of(completion).size());
+    CHECK(occurrences(dom, "<ol class=\"alternatives\"") == 0);
+    CHECK_THAT(attribute(dom, "href", dom.find("id=\"share-link\"")), Contains(as_html_attribute(steps)));
+
+    // and its words can be clicked in turn: alternatives after the completion's first words
+    const auto again = browser.ready_dom(view + steps + "&word=4");
+    INFO(again.substr(0, 4000));
+    CHECK(message(again).empty());
+    check_alternatives(again, post_json(server.port, "/v1/alternatives",
+                                        {{"model", "v1"}, {"text", line}, {"prefix", prefix_before(completion, 4)},
+                                         {"k", 5}, {"beam_size", 3}}));
+  }
+
+  {  // what the view cannot do is a message: two lines, and the server's 400 for k 0
+    auto dom = browser.ready_dom("?text=" + url_encode(line + "\n" + line) + "&model=v1&view=interactive");
+    CHECK_THAT(message(dom), Contains("one sentence at a time"));
+    dom = browser.ready_dom(view + "&k=0&word=1");
+    CHECK_THAT(message(dom), Contains("error: 400: k: "));
+    CHECK_THAT(dom, Contains("data-status=\"done\""));  // the translation stays
   }
   fs::remove_all(dir);
 #endif

@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r.model >= kModels.size() || !kModels[r.model].not_interactive.empty()) std::abort();
       if (r.k < 1 || r.k > kLimits.max_beam_size || r.beam_size < 1 || r.beam_size > kLimits.max_beam_size) std::abort();
       if (r.text.size() > kLimits.max_sentence_bytes || r.prefix.size() > kLimits.max_sentence_bytes) std::abort();
+      if (!(r.prefix_bias_beta >= 0 && r.prefix_bias_beta < 1)) std::abort();
     } catch (const attnmt::HttpError& e) {
       refused(e);
     }

@@ -7,10 +7,11 @@
   const $ = (id) => document.getElementById(id);
   const state = {
     models: [],        // GET /v1/models
-    view: "translate", // translate | compare | stream
+    view: "translate", // translate | compare | stream | interactive
     result: null,      // what the last run answered, for re-rendering when a hypothesis is picked
     line: 0,           // the input line shown in the compare and streaming views
     timer: null,       // the streaming animation
+    steer: null,       // the interactive view's sentence: its translation shown, words, alternatives
   };
 
   // --- elements -------------------------------------------------------------------------------
@@ -62,34 +63,80 @@
     }
   }
 
-  // The server's answer as JSON; a ServerError with its status and {"error"} message otherwise.
-  async function call(method, path, body) {
+  function send(method, path, body, accept) {
     const headers = {};
     const key = $("api-key").value.trim();
     if (key) headers["Authorization"] = "Bearer " + key;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    let response;
+    if (accept) headers["Accept"] = accept;
+    return fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+      .catch((e) => { throw new ServerError(0, "cannot reach the server (" + e.message + ")"); });
+  }
+
+  // A ServerError for an answer that is not 2xx, with the server's {"error"} message.
+  function failure(response, text, data) {
+    const said = data && typeof data.error === "string" ? data.error : text.slice(0, 300) || response.statusText;
+    let hint = "";
+    if (response.status === 401) hint = " (enter the server's API key under \"API key\" above)";
+    if (response.status === 503) hint = " (the server is busy or stopping; try again)";
+    return new ServerError(response.status, response.status + ": " + said + hint);
+  }
+  function parseJson(text) {
     try {
-      response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      return JSON.parse(text);
     } catch (e) {
-      throw new ServerError(0, "cannot reach the server (" + e.message + ")");
+      return null;
     }
+  }
+
+  // The server's answer as JSON; a ServerError with its status and {"error"} message otherwise.
+  async function call(method, path, body) {
+    const response = await send(method, path, body);
     const text = await response.text();
-    let data = null;
-    try {
-      data = JSON.parse(text);
-    } catch (e) {
-      data = null;
-    }
-    if (!response.ok) {
-      const said = data && typeof data.error === "string" ? data.error : text.slice(0, 300) || response.statusText;
-      let hint = "";
-      if (response.status === 401) hint = " (enter the server's API key under \"API key\" above)";
-      if (response.status === 503) hint = " (the server is busy or stopping; try again)";
-      throw new ServerError(response.status, response.status + ": " + said + hint);
-    }
+    const data = parseJson(text);
+    if (!response.ok) throw failure(response, text, data);
     if (data === null) throw new ServerError(response.status, "the server's answer is not JSON");
     return data;
+  }
+
+  // A streamed answer (text/event-stream): each server-sent event's name and JSON data to
+  // onEvent, in order, as they arrive. An answer that is not a stream (a failure before the first
+  // word) is a ServerError, as call() makes it. EventSource cannot POST, hence fetch and a reader.
+  async function callStream(path, body, onEvent) {
+    const response = await send("POST", path, body, "text/event-stream");
+    if (!response.ok || !(response.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
+      const text = await response.text();
+      if (!response.ok) throw failure(response, text, parseJson(text));
+      throw new ServerError(response.status, "the server's answer is not a stream of events");
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        buffer += decoder.decode(value || new Uint8Array(0), { stream: !done });
+        buffer = buffer.replace(/\r\n?/g, "\n");
+        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let name = "message";
+          const data = [];
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event:")) name = line.slice(6).trim();
+            else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+          }
+          if (!data.length) continue;
+          const parsed = parseJson(data.join("\n"));
+          if (parsed === null) throw new ServerError(response.status, "a " + name + " event's data is not JSON");
+          onEvent(name, parsed);
+        }
+        if (done) break;
+      }
+    } catch (e) {
+      reader.cancel().catch(() => {});  // the server then stops decoding the sentence
+      throw e;
+    }
   }
 
   // --- models ---------------------------------------------------------------------------------
@@ -410,6 +457,180 @@
     if (play) play.textContent = "Play";
   }
 
+  // --- the interactive view -------------------------------------------------------------------
+  // The translation as it is written: POST /v1/translate with "stream": true (server-sent events,
+  // docs/serving.md "Words as they are decided"), each word event appended as it comes. Then it
+  // can be steered: a click on a word asks POST /v1/alternatives for the k most probable next
+  // subwords after the words before it; picking one shows the translation the server decoded on
+  // from there (the words before kept, the rest re-decoded), whose words can be clicked in turn.
+  // What the tests compare sits in data- attributes; the steps taken go into the page's link.
+
+  // One word per span, in `line`, from `text`, numbered from `first`; the spaces between stay text
+  // nodes. A word is "kept" when it lies wholly within the first `kept` characters (the prefix the
+  // server was given).
+  function wordSpans(line, text, kept, first) {
+    const spans = [];
+    const offsets = [];
+    for (const m of text.matchAll(/\S+/g)) offsets.push([m.index, m.index + m[0].length]);
+    let at = 0;
+    for (const [begin, end] of offsets) {
+      if (begin > at) line.appendChild(document.createTextNode(text.slice(at, begin)));
+      const i = (first || 0) + spans.length;
+      const span = el("span", { class: "word" + (kept === undefined ? "" : end <= kept ? " kept" : " redecoded"),
+                                tabindex: 0, role: "button", "data-w": i },
+                      text.slice(begin, end));
+      const ask = () => chooseWord(i);
+      span.addEventListener("click", ask);
+      span.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); ask(); } });
+      spans.push(line.appendChild(span));
+      at = end;
+    }
+    if (at < text.length) line.appendChild(document.createTextNode(text.slice(at)));
+    return spans;
+  }
+
+  async function runInteractive(lines) {
+    const out = clear($("interactive"));
+    if (lines.length > 1) {
+      showMessage("The interactive view translates one sentence at a time: keep one line in the box.", "note");
+      return;
+    }
+    const source = lines[0];
+    const model = $("model").value;
+    const beam = number("beam");
+    const box = el("div", { class: "sentence interactive", "data-model": model, "data-status": "writing" });
+    box.appendChild(el("p", { class: "source" }, source));
+    const live = el("p", { class: "live", id: "live", "aria-live": "polite" });
+    box.appendChild(live);
+    box.appendChild(el("div", { id: "alternatives" }));
+    out.appendChild(box);
+    state.steer = null;
+    let events = 0;
+    let answer = null;
+    await callStream("/v1/translate", { model, text: [source], beam_size: beam, stream: true }, (name, data) => {
+      if (name === "word") {
+        live.appendChild(el("span", { class: "chunk", "data-event": events++ }, String(data.text)));
+      } else if (name === "done") {
+        answer = data;
+      } else if (name === "error") {
+        throw new ServerError(200, "the translation stopped: " + data.error);
+      }
+    });
+    if (!answer) throw new ServerError(200, "the stream ended without the translation");
+    const best = (answer.translations[0] || [])[0];
+    const text = best ? best.text : "";
+    box.setAttribute("data-events", events);
+    box.setAttribute("data-final", text);
+    if (live.textContent !== text) {  // never, by the server's guarantee; shown if it happens
+      showMessage("The streamed words (\u201c" + live.textContent + "\u201d) are not the translation (\u201c" + text + "\u201d).");
+    }
+    // The words become clickable in place; the chunks they came in stay as they were.
+    const words = [];
+    for (const chunk of Array.from(live.querySelectorAll(".chunk"))) {
+      const piece = chunk.textContent;
+      clear(chunk);
+      words.push(...wordSpans(chunk, piece, undefined, words.length));
+    }
+    box.setAttribute("data-status", "done");
+    state.steer = { source, model, beam, text, words, live, alternatives: null, steps: [], asked: 0, pending: null };
+  }
+
+  // The prefix before word i of the translation shown: its text up to the word, trailing space cut.
+  function prefixBefore(i) {
+    const text = state.steer.text;
+    const m = Array.from(text.matchAll(/\S+/g))[i];
+    return text.slice(0, m ? m.index : text.length).replace(/\s+$/, "");
+  }
+
+  function chooseWord(i) {
+    const st = state.steer;
+    if (!st) return Promise.resolve();
+    st.words.forEach((w, k) => w.classList.toggle("asked", k === i));
+    const list = clear($("alternatives"));
+    const prefix = prefixBefore(i);
+    list.appendChild(el("p", { class: "busy" }, "Asking for alternatives\u2026"));
+    // A word asked about and not picked from is replaced by the next one asked about.
+    if (st.steps.length && st.steps[st.steps.length - 1][1] === null) st.steps.pop();
+    st.steps.push([i, null]);
+    const asked = ++st.asked;
+    st.pending = call("POST", "/v1/alternatives", { model: st.model, text: st.source, prefix, k: number("k"),
+                                                    beam_size: st.beam })
+      .then((answer) => {
+        if (st !== state.steer || asked !== st.asked) return;  // another click came since
+        st.alternatives = answer.alternatives;
+        renderAlternatives(list, i, prefix, answer);
+        updateLink();
+      })
+      .catch((e) => {
+        clear(list);
+        showMessage(e.message || String(e));
+      });
+    return st.pending;
+  }
+
+  function renderAlternatives(list, i, prefix, answer) {
+    clear(list);
+    list.appendChild(el("p", { class: "alt-head" }, "After \u201c" + prefix + "\u201d (" +
+                          (answer.prefix.pieces || []).length + " subwords), the next subword could be:"));
+    const items = el("ol", { class: "alternatives", "data-word": i, "data-prefix": prefix });
+    answer.alternatives.forEach((a, j) => {
+      const pick = el("button", { type: "button", class: "alt", "data-rank": j, "data-piece": a.piece,
+                                  "data-log-prob": a.log_prob, "data-prob": a.prob },
+                      el("span", { class: "alt-piece" }, pieceText(a.piece)),
+                      el("span", { class: "alt-prob" }, fixed(100 * a.prob, 1) + "%"));
+      pick.addEventListener("click", () => pickAlternative(j));
+      const bar = el("span", { class: "alt-bar" });
+      bar.style.width = Math.max(0, Math.min(100, 100 * a.prob)).toFixed(1) + "%";
+      items.appendChild(el("li", { "data-rank": j }, pick, el("span", { class: "alt-meter" }, bar),
+                           el("span", { class: "alt-completion", "data-text": a.translation.text }, a.translation.text)));
+    });
+    list.appendChild(items);
+  }
+
+  // The alternative j of the list shown: its completion becomes the translation shown.
+  function pickAlternative(j) {
+    const st = state.steer;
+    const a = st && st.alternatives && st.alternatives[j];
+    if (!a) return;
+    const [i] = st.steps[st.steps.length - 1];
+    st.steps[st.steps.length - 1] = [i, j];
+    const prefix = prefixBefore(i);
+    st.text = a.translation.text;
+    const live = clear(st.live);
+    const kept = st.text.startsWith(prefix) ? prefix.length : 0;
+    const chunk = live.appendChild(el("span", { class: "chunk picked", "data-piece": a.piece }));
+    st.words = wordSpans(chunk, st.text, kept);
+    const box = live.parentNode;
+    box.setAttribute("data-status", "picked");
+    box.setAttribute("data-final", st.text);
+    box.setAttribute("data-prefix", prefix);
+    st.alternatives = null;
+    clear($("alternatives"));
+    updateLink();
+  }
+
+  // The steps of a link (word=I, then pick=J, repeated), taken by clicking as a user would.
+  async function replaySteps(words, picks) {
+    for (let s = 0; s < words.length; ++s) {
+      const st = state.steer;
+      if (!st) return;
+      const i = Number(words[s]);
+      if (!st.words[i]) {
+        showMessage("link: the translation has no word " + i + " (it has " + st.words.length + ")");
+        return;
+      }
+      st.words[i].click();
+      await st.pending;
+      if (s >= picks.length || picks[s] === "") return;
+      const pick = document.querySelector('#alternatives button.alt[data-rank="' + Number(picks[s]) + '"]');
+      if (!pick) {
+        showMessage("link: there is no alternative " + picks[s] + " after word " + i);
+        return;
+      }
+      pick.click();
+    }
+  }
+
   // --- running a translation ------------------------------------------------------------------
 
   function inputLines() {
@@ -435,6 +656,7 @@
     try {
       if (state.view === "compare") await runCompare(lines);
       else if (state.view === "stream") await runStream(lines);
+      else if (state.view === "interactive") await runInteractive(lines);
       else await runTranslate(lines);
       updateLink();
     } catch (e) {
@@ -497,10 +719,11 @@
 
   // --- views, links, start --------------------------------------------------------------------
 
+  const kViews = ["translate", "compare", "stream", "interactive"];
   function setView(view) {
-    state.view = ["translate", "compare", "stream"].includes(view) ? view : "translate";
+    state.view = kViews.includes(view) ? view : "translate";
     document.body.setAttribute("data-view", state.view);
-    for (const v of ["translate", "compare", "stream"]) {
+    for (const v of kViews) {
       $("view-" + v).hidden = v !== state.view;
       $("tab-" + v).setAttribute("aria-selected", String(v === state.view));
     }
@@ -523,6 +746,14 @@
       p.set("view", "stream");
       if ($("lookahead").value !== "0") p.set("lookahead", $("lookahead").value);
     }
+    if (state.view === "interactive") {
+      p.set("view", "interactive");
+      if ($("k").value !== "5") p.set("k", $("k").value);
+      for (const [word, pick] of (state.steer && state.steer.steps) || []) {
+        p.append("word", word);
+        if (pick !== null) p.append("pick", pick);
+      }
+    }
     const url = location.pathname + "?" + p.toString();
     history.replaceState(null, "", url);
     $("share-link").href = url;
@@ -536,6 +767,7 @@
     if (p.has("text")) $("src").value = p.get("text");
     if (p.has("ref")) $("ref").value = p.get("ref");
     if (p.has("lookahead")) $("lookahead").value = p.get("lookahead");
+    if (p.has("k")) $("k").value = p.get("k");
     const loaded = await loadModels();
     if (loaded) {
       if (p.get("model")) selectModel(p.get("model"));
@@ -571,7 +803,10 @@
       if ($("src").value.trim()) run();
     }));
     window.addEventListener("scroll", hideTip, { passive: true });
-    if (loaded && $("src").value.trim()) await run();
+    if (loaded && $("src").value.trim()) {
+      await run();
+      if (state.view === "interactive" && p.has("word")) await replaySteps(p.getAll("word"), p.getAll("pick"));
+    }
     document.body.setAttribute("data-ready", "true");
   }
 
