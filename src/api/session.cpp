@@ -78,7 +78,10 @@ std::vector<std::vector<Translation>> DecodeSession::translate(const std::vector
       throw InputError(std::string(name) + ": not with decode.search_rules " + dc.search_rules + " (attnmt's rules only)");
     }
   }
-  return translate_lines(*state_->step, state_->loaded.tokenizers, lines, call, LineGuides{prefixes, {}, constraints, {}});
+  LineGuides guides;
+  guides.prefixes = prefixes;
+  guides.constraints = constraints;
+  return translate_lines(*state_->step, state_->loaded.tokenizers, lines, call, guides);
 }
 
 }  // namespace attnmt
