@@ -28,17 +28,9 @@ SRC=$WORK/fairseq
 mkdir -p "$WORK"
 cd "$WORK"
 
-if [ ! -d "$SRC/fairseq" ]; then
-  mkdir -p "$SRC"
-  git --git-dir="$MIRRORS/facebookresearch+fairseq/repo" archive HEAD | tar -x -C "$SRC"
-  git --git-dir="$MIRRORS/facebookresearch+fairseq/repo" rev-parse HEAD > "$SRC/COMMIT"
-  # Python 3.11 refuses dataclass fields with mutable (dataclass instance) defaults.
-  sed -i -E 's/^(\s+\w+): (\w+Config) = \2\(\)$/\1: \2 = field(default_factory=\2)/' \
-    "$SRC/fairseq/dataclass/configs.py" "$SRC/fairseq/models/transformer/transformer_config.py"
-  sed -i 's/field(default=QuantNoiseConfig())/field(default_factory=QuantNoiseConfig)/' \
-    "$SRC/fairseq/models/transformer/transformer_config.py"
-  (cd "$SRC" && /usr/bin/python3 "$HERE/fairseq_shims/build_ext.py" build_ext --inplace > build_ext.log 2>&1)
-fi
+# shellcheck source=fairseq_source.sh
+. "$HERE/fairseq_source.sh"
+fairseq_source "$MIRRORS" "$SRC"
 export PYTHONPATH=$SRC:$HERE/fairseq_shims:$PEERS_ROOT/src/sacrebleu
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 PY=/usr/bin/python3

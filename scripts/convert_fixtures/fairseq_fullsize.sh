@@ -27,16 +27,9 @@ SRC=$WORK/fairseq
 mkdir -p "$WORK"
 cd "$WORK"
 
-if [ ! -d "$SRC/fairseq" ]; then
-  mkdir -p "$SRC"
-  git --git-dir="$MIRRORS/facebookresearch+fairseq/repo" archive HEAD | tar -x -C "$SRC"
-  git --git-dir="$MIRRORS/facebookresearch+fairseq/repo" rev-parse HEAD > "$SRC/COMMIT"
-  sed -i -E 's/^(\s+\w+): (\w+Config) = \2\(\)$/\1: \2 = field(default_factory=\2)/' \
-    "$SRC/fairseq/dataclass/configs.py" "$SRC/fairseq/models/transformer/transformer_config.py"
-  sed -i 's/field(default=QuantNoiseConfig())/field(default_factory=QuantNoiseConfig)/' \
-    "$SRC/fairseq/models/transformer/transformer_config.py"
-  (cd "$SRC" && /usr/bin/python3 "$HERE/fairseq_shims/build_ext.py" build_ext --inplace > build_ext.log 2>&1)
-fi
+# shellcheck source=fairseq_source.sh
+. "$HERE/fairseq_source.sh"
+fairseq_source "$MIRRORS" "$SRC"
 if [ ! -d sacrebleu ]; then
   mkdir -p sacrebleu
   # v2.6.0, as the peers pin it; version.py is normally written by setuptools_scm
