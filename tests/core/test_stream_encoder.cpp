@@ -12,6 +12,7 @@
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/streaming.h"
 #include "model/seq2seq.h"
+#include "small_models.h"
 
 using namespace attnmt;
 
@@ -55,11 +56,8 @@ struct StreamModelCase {
 };
 
 std::vector<StreamModelCase> unidirectional_models() {
-  ModelConfig base;
-  base.embedding_size = 8;
-  base.encoder.hidden_size = 10;
+  ModelConfig base = test::sized_config(8, 10, 10);
   base.encoder.bidirectional = false;
-  base.decoder.hidden_size = 10;
   base.encoder.layers = base.decoder.layers = 1;
   std::vector<StreamModelCase> cases;
   auto add = [&](const std::string& name, auto edit) {
@@ -102,11 +100,7 @@ std::vector<StreamModelCase> unidirectional_models() {
 TEST_CASE("streaming encoder: a token at a time equals encoding the prefix", "[streaming]") {
   for (const bool packed : {false, true}) {
     torch::manual_seed(7);
-    ModelConfig config = unidirectional_models()[0].config;
-    VocabSizes vocab;
-    vocab.src = vocab.tgt = 20;
-    Seq2Seq model(config, vocab);
-    model->eval();
+    Seq2Seq model = test::eval_model(unidirectional_models()[0].config, 20, 20);
     torch::InferenceMode inference;
     DecodingSeq2Seq decoding(model, packed ? ExecutionMode::packed(ProductPrecision::kFp32) : ExecutionMode::libtorch());
     REQUIRE(model->streams_source());
@@ -136,10 +130,7 @@ TEST_CASE("streaming encoder: the incremental path writes what re-encoding every
   for (const auto& m : unidirectional_models()) {
     INFO(m.name);
     torch::manual_seed(11);
-    VocabSizes vocab;
-    vocab.src = vocab.tgt = 20;
-    Seq2Seq model(m.config, vocab);
-    model->eval();
+    Seq2Seq model = test::eval_model(m.config, 20, 20);
     {
       // An untrained model ends most outputs at once, and an end of sentence reads on: with eos less
       // likely, the policies write before the source ends.

@@ -14,6 +14,7 @@
 #include "data/tokenizer.h"
 #include "model/seq2seq.h"
 #include "program.h"
+#include "small_models.h"
 
 using namespace attnmt;
 
@@ -183,20 +184,13 @@ TEST_CASE("streaming real models: waiting for the whole source equals greedy sea
     for (const bool bidirectional : {true, false}) {
       SECTION(attention + (bidirectional ? ", bidirectional" : ", unidirectional")) {
         torch::manual_seed(41);
-        ModelConfig config;
-        config.embedding_size = 8;
-        config.encoder.hidden_size = 6;
+        ModelConfig config = test::sized_config(8, 6, 12);
         config.encoder.bidirectional = bidirectional;
-        config.decoder.hidden_size = 12;
         config.encoder.layers = config.decoder.layers = 1;
         config.attention.type = attention;
         config.attention.chunk_size = 2;
         config.attention.score_bias_init = 1.0;  // an untrained head that stops often
-        VocabSizes vocab;
-        vocab.src = 20;
-        vocab.tgt = 20;
-        Seq2Seq model(config, vocab);
-        model->eval();
+        Seq2Seq model = test::eval_model(config, 20, 20);
         Seq2SeqStepModel step_model(model);
         SearchOptions search;
         search.beam_size = 1;
@@ -237,18 +231,11 @@ TEST_CASE("wait-k on real models of any attention: k >= |x| equals greedy search
       {
         INFO(attention << (bidirectional ? ", bidirectional" : ", unidirectional"));
         torch::manual_seed(43);
-        ModelConfig config;
-        config.embedding_size = 8;
-        config.encoder.hidden_size = 6;
+        ModelConfig config = test::sized_config(8, 6, 12);
         config.encoder.bidirectional = bidirectional;
-        config.decoder.hidden_size = 12;
         config.encoder.layers = config.decoder.layers = 1;
         config.attention.type = attention;
-        VocabSizes vocab;
-        vocab.src = 20;
-        vocab.tgt = 20;
-        Seq2Seq model(config, vocab);
-        model->eval();
+        Seq2Seq model = test::eval_model(config, 20, 20);
         Seq2SeqStepModel step_model(model);
         SearchOptions search;
         search.beam_size = 1;
