@@ -33,6 +33,9 @@ add_dependencies(attnmt_library attnmt_spm)
 
 # --- what `cmake --install` puts where.
 install(TARGETS attnmt attnmt-engine RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(ATTNMT_UNUSED_LINKS_DIR)  # the engine's empty library and its links (cmake/torch_trim.cmake)
+  install(DIRECTORY ${ATTNMT_UNUSED_LINKS_DIR}/ DESTINATION ${CMAKE_INSTALL_LIBDIR}/attnmt/torch-unused)
+endif()
 install(TARGETS attnmt_library EXPORT attnmtTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

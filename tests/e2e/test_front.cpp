@@ -3,7 +3,10 @@
 // included, reads through the front exactly as the engine answers it.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -78,6 +81,66 @@ TEST_CASE("attnmt runs --version, score, config and help without loading LibTorc
     if (line.find("find library=") != std::string::npos) pids.insert(line.substr(0, line.find(':')));
   }
   CHECK(pids.size() == 1);
+}
+
+// The dynamic loader's account of a program's objects without running it: name => file, a line each.
+std::map<std::string, std::string> loaded_objects(const std::string& program) {
+  std::map<std::string, std::string> objects;
+  std::istringstream lines(shell("LD_TRACE_LOADED_OBJECTS=1 /lib64/ld-linux-x86-64.so.2 " + program));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t arrow = line.find(" => ");
+    if (arrow == std::string::npos) continue;
+    std::istringstream name(line.substr(0, arrow)), file(line.substr(arrow + 4));
+    std::string n, f;
+    name >> n;
+    file >> f;
+    objects[n] = f;
+  }
+  return objects;
+}
+
+TEST_CASE("the engine loads one empty library in place of the libraries LibTorch links but never calls",
+          "[e2e][front][startup]") {
+  // cmake/torch_trim.cmake: the engine's DT_RPATH names the directory beside it that
+  // cmake/unused_links.py wrote.
+  const fs::path dir = fs::path(kEngine).parent_path() / "torch-unused";
+  if (shell("readelf -dW " + kEngine + " | grep -F \"(RPATH)\"").find("$ORIGIN/torch-unused") == std::string::npos) {
+    ATTNMT_MISSING_DEPENDENCY("the engine was built to load every library LibTorch links "
+                              "(ATTNMT_TRIM_TORCH_LINKS=OFF, or no python3/readelf/ldconfig at configure time)");
+    return;
+  }
+  std::ifstream list(dir / "unused.txt");
+  REQUIRE(list);
+  std::set<std::string> unused;
+  for (std::string name; std::getline(list, name);) unused.insert(name);
+  // The loader lists a file once, under the first name it was asked for.
+  const auto trimmed = loaded_objects(kEngine);
+  const auto torch = trimmed.find("libtorch_cpu.so.1.13");
+  REQUIRE(torch != trimmed.end());
+  const auto everything = loaded_objects(torch->second);  // libtorch_cpu's own, no RPATH of ours
+  INFO(trimmed.size() << " objects loaded; libtorch_cpu alone loads " << everything.size());
+  // Debian's LibTorch links OpenCV and FFmpeg without calling them: the hard case is found.
+  if (shell("readelf -dW " + torch->second + " | grep -F \"[libopencv_core.so\"").find("NEEDED") != std::string::npos) {
+    CHECK(std::any_of(unused.begin(), unused.end(), [](const std::string& n) { return n.rfind("libopencv_core.so", 0) == 0; }));
+    CHECK(everything.size() > trimmed.size() + 100);
+  }
+  // The empty library, found in the directory, under one of the names; nothing else from there,
+  // and none of the names from anywhere else.
+  const std::string empty = fs::canonical(dir / "libattnmt_unused.so").string();
+  int from_dir = 0;
+  for (const auto& [name, file] : trimmed) {
+    INFO(name << " => " << file);
+    if (fs::path(file).parent_path() == dir) {
+      ++from_dir;
+      CHECK(unused.count(name) == 1);
+      CHECK(fs::canonical(file).string() == empty);
+    } else {
+      CHECK(unused.count(name) == 0);
+    }
+  }
+  CHECK(from_dir == (unused.empty() ? 0 : 1));
+  // And the engine runs on them.
+  CHECK(run_binary(kEngine, "--version").status == 0);
 }
 
 TEST_CASE("a command line reads through the front as the engine answers it", "[e2e][front]") {
