@@ -84,25 +84,9 @@ constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kStartBlock = size_t{30} << 20;  // under the mmap threshold: from the heap
 constexpr int kStartBlocks = 2;                    // 60 MiB: fewer page faults at start than 30 MiB
 
-}  // namespace
-
-// No C++ library here (libstdc++ is not initialised yet), only libc.
-void tune_malloc_at_start(int argc, char** argv, char** envp) {
-  if (tcmalloc_in_use()) return;
-  const char* mode = env_value(envp, "ATTNMT_MALLOC");
-  if ((mode != nullptr && strcmp(mode, "system") == 0) || env_value(envp, "GLIBC_TUNABLES") != nullptr) return;
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
-  const char* huge = env_value(envp, "ATTNMT_HUGE_PAGES");
-  if (huge != nullptr && strcmp(huge, "0") == 0) return;
-  const char* command = nullptr;  // the first argument that is not an option
-  for (int i = 1; i < argc && command == nullptr; ++i) {
-    if (argv[i][0] != '-') command = argv[i];
-  }
-  const bool advise = command == nullptr || strcmp(command, "train") != 0;
-  // The first 60 MiB of the heap, taken and freed again (they stay in the heap: under
-  // M_TRIM_THRESHOLD), advised into huge pages but for training: the libraries' initialisers
-  // allocate into them next.
+// The first 60 MiB of the heap taken, advised into transparent huge pages (unless `advise` is
+// false) and freed again: the libraries' initialisers allocate into them next.
+void pregrow_heap(bool advise) {
   char* blocks[kStartBlocks] = {};
   for (auto& block : blocks) {
     block = static_cast<char*>(malloc(kStartBlock));
@@ -112,6 +96,28 @@ void tune_malloc_at_start(int argc, char** argv, char** envp) {
     if (advise && last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
   }
   for (char* block : blocks) free(block);
+}
+
+}  // namespace
+
+// No C++ library here (libstdc++ is not initialised yet), only libc.
+void tune_malloc_at_start(int argc, char** argv, char** envp) {
+  const char* huge = env_value(envp, "ATTNMT_HUGE_PAGES");
+  const char* command = nullptr;  // the first argument that is not an option
+  for (int i = 1; i < argc && command == nullptr; ++i) {
+    if (argv[i][0] != '-') command = argv[i];
+  }
+  const bool advise = command == nullptr || strcmp(command, "train") != 0;
+  if (tcmalloc_in_use()) {
+    if (advise && !(huge != nullptr && strcmp(huge, "0") == 0)) pregrow_heap(true);
+    return;
+  }
+  const char* mode = env_value(envp, "ATTNMT_MALLOC");
+  if ((mode != nullptr && strcmp(mode, "system") == 0) || env_value(envp, "GLIBC_TUNABLES") != nullptr) return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  if (huge != nullptr && strcmp(huge, "0") == 0) return;
+  pregrow_heap(advise);  // they stay in the heap: under M_TRIM_THRESHOLD
 }
 
 void tune_process() { choose_openblas_kernels(); }

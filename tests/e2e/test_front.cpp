@@ -1,6 +1,10 @@
 // The front program (attnmt, no LibTorch) and the engine (attnmt-engine, every command): which
 // commands the front runs without loading LibTorch, and that every other command line, help
 // included, reads through the front exactly as the engine answers it.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <algorithm>
@@ -141,6 +145,49 @@ TEST_CASE("the engine loads one empty library in place of the libraries LibTorch
   CHECK(from_dir == (unused.empty() ? 0 : 1));
   // And the engine runs on them.
   CHECK(run_binary(kEngine, "--version").status == 0);
+}
+
+// Minor page faults of `program args...` run to its end (its own, from wait4).
+long minor_faults(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (freopen("/dev/null", "w", stdout) == nullptr) _exit(127);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  REQUIRE(wait4(pid, &status, 0, &usage) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return usage.ru_minflt;
+}
+
+TEST_CASE("the engine's start allocates into huge pages: far fewer page faults than without (ATTNMT_HUGE_PAGES=0)",
+          "[e2e][front][startup]") {
+  // util/host_tuning.h: the first 60 MiB of the heap are advised into transparent huge pages before
+  // LibTorch's initialisers allocate into them, on tcmalloc as on glibc.
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(thp, mode);
+  if (mode.empty() || mode.find("[never]") != std::string::npos) {
+    ATTNMT_CPU_LACKS("this kernel has transparent huge pages off ('" << mode << "')");
+    return;
+  }
+  long with = 0, without = 0;
+  for (int round = 0; round < 2; ++round) {  // the lower of two: another process's work can fault ours
+    const long w = minor_faults({kEngine, "--version"}, {});
+    const long wo = minor_faults({kEngine, "--version"}, {"ATTNMT_HUGE_PAGES=0"});
+    with = round == 0 ? w : std::min(with, w);
+    without = round == 0 ? wo : std::min(without, wo);
+  }
+  INFO(with << " minor page faults, " << without << " with ATTNMT_HUGE_PAGES=0 (" << ATTNMT_PROGRAM_MALLOC << ")");
+  CHECK(with < without * 2 / 3);
 }
 
 TEST_CASE("a command line reads through the front as the engine answers it", "[e2e][front]") {

@@ -30,6 +30,21 @@ version=$("$ATTNMT_BINARY" --version | awk '{print $2}')
 [ -n "$version" ] || fail "attnmt --version printed no version"
 major=${version%%.*}
 
+# Where an installed engine ($1) takes the libraries LibTorch links but never calls (the build's
+# torch-unused/unused.txt, cmake/torch_trim.cmake): every one of them from $2, the installed
+# directory, and at least one (the loader lists the empty library once, under one of the names).
+check_unused_links() {
+  local list=$build/torch-unused/unused.txt
+  [ -s "$list" ] || return 0
+  local from
+  from=$(LD_TRACE_LOADED_OBJECTS=1 /lib64/ld-linux-x86-64.so.2 "$1" |
+         awk 'NR == FNR { unused[$1] = 1; next } ($1 in unused) { print $3 }' "$list" -)
+  [ -n "$from" ] || fail "the installed engine loads none of LibTorch's uncalled links from the empty library"
+  while read -r file; do
+    [ "$(realpath "$(dirname "$file")")" = "$(realpath "$2")" ] || fail "the installed engine takes an uncalled library from $file, not from $2"
+  done <<< "$from"
+}
+
 # A tiny model, trained by the build's program.
 train_model() { ATTNMT=$ATTNMT_BINARY "$source/scripts/tiny_model.sh" "$tmp/model" 40 || fail "training the tiny model"; }
 
@@ -95,6 +110,7 @@ check_example() {
   [ "$loaded" = "$libdir/attnmt/libattnmt_spm.so" ] || fail "examples/translate loaded '$loaded', not the installed module"
   loaded=$(spm_module_loaded "$prefix/bin/attnmt" translate --model "$tmp/model" --input "$data/tiny.de")
   [[ "$loaded" == "$prefix"/* ]] || fail "the installed attnmt loaded '$loaded', not the installed module"
+  check_unused_links "$prefix/bin/attnmt-engine" "$libdir/attnmt/torch-unused"
   # Errors: the program's message and exit status.
   local status=0 message
   message=$("$tmp/examples/translate" "$tmp/absent.pt" < /dev/null 2>&1) || status=$?
@@ -150,6 +166,7 @@ check_deb() {
   local loaded
   loaded=$(spm_module_loaded "$tmp/root/usr/bin/attnmt" translate --model "$tmp/model" --input "$data/tiny.de")
   [[ "$(realpath "$loaded")" == "$tmp/root/usr/lib/"* ]] || fail "the package's attnmt loaded '$loaded', not the package's module"
+  check_unused_links "$tmp/root/usr/bin/attnmt-engine" "$(dirname "$(find "$tmp/root" -name "libattnmt.so.$major")")/attnmt/torch-unused"
   # Its Python module, with Debian's python3 (the one it was built for).
   if [ -x /usr/bin/python3 ]; then
     out=$(cd "$tmp" && PYTHONPATH="$tmp/root/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
