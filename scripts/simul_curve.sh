@@ -5,7 +5,8 @@
 # full-sentence row is `--streaming --wait-k 1000000` (every source word read before the first
 # target word), whose output must equal `--beam-size 1`'s (checked). Prints a Markdown table.
 #   scripts/simul_curve.sh MODEL SRC REF [KS]     (default KS "1 3 5 7 9"; SRC, REF may be .gz)
-# ATTNMT (default build/attnmt), THREADS (default 1).
+# ATTNMT (default build/attnmt), THREADS (default 1), POLICIES (default "replay": the wait-k
+# policies, each K run under each; "replay prefix" for both, decoding/streaming.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: scripts/simul_curve.sh MODEL SRC REF [KS]"
@@ -15,6 +16,7 @@ ref=${3:?$usage}
 ks=${4:-1 3 5 7 9}
 attnmt=${ATTNMT:-build/attnmt}
 threads=${THREADS:-1}
+policies=${POLICIES:-replay}
 export OMP_WAIT_POLICY=PASSIVE
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,7 +30,11 @@ run() {  # NAME FLAGS...: streaming translation, its stats and its scores
   "$attnmt" score --ref "$work/ref" --hyp "$work/$name.hyp" --metrics bleu,chrf --json > "$work/$name.score"
   echo "$name" >> "$work/runs"
 }
-for k in $ks; do run "wait-$k" --wait-k "$k"; done
+for policy in $policies; do
+  label=""
+  [ "$policies" = replay ] || label=" ($policy)"
+  for k in $ks; do run "wait-$k$label" --wait-k "$k" --wait-k-policy "$policy"; done
+done
 run "full sentence, greedy" --wait-k 1000000
 "$attnmt" translate --model "$model" --input "$work/src" --output "$work/greedy.hyp" --beam-size 1 \
   --threads "$threads" --progress never 2>/dev/null

@@ -177,13 +177,14 @@ struct StreamingOutputs {
 
 // Streaming decoding (decoding/streaming.h): the translations, the delays file and the latency.
 void translate_streaming(StepModel& model, const LoadedModel& loaded, const std::vector<std::string>& lines,
-                         const TranslateOptions& options, int lookahead, int wait_k, bool reencode,
-                         const StreamingOutputs& to) {
+                         const TranslateOptions& options, int lookahead, int wait_k, WaitKPolicy policy,
+                         bool reencode, const StreamingOutputs& to) {
   StreamingOptions streaming;
   streaming.incremental = !reencode;
   streaming.search = options.search;
   streaming.lookahead = lookahead;
   streaming.wait_k = wait_k;
+  streaming.wait_k_policy = policy;
   streaming.workers = options.workers;
   streaming.max_source_tokens = options.max_source_tokens;
   const auto references = to.reference.empty() ? std::vector<std::string>{}
@@ -211,7 +212,8 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
   const bool incremental = streaming.incremental && model.streams_source();
   spdlog::info("[decode] streaming, {}, {}: {} sentences, average lagging {:.2f} source subwords "
                "(full-sentence decoding waits for all {:.2f}), {:.1f} s",
-               wait_k > 0 ? fmt::format("wait-{}", wait_k) : fmt::format("lookahead {}", lookahead),
+               wait_k > 0 ? fmt::format("wait-{} ({})", wait_k, wait_k_policy_name(policy))
+                          : fmt::format("lookahead {}", lookahead),
                incremental ? "source read a token at a time" : "every source prefix encoded again", sentences,
                mean_lagging, mean_source, seconds);
   const auto latency = stream_latency(results, lines, references, *loaded.tokenizers.tgt);
@@ -226,6 +228,7 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
     const nlohmann::json j = {{"sentences", sentences},      {"target_tokens", target_tokens},
                               {"seconds", seconds},          {"streaming", true},
                               {"lookahead", lookahead},      {"wait_k", wait_k},
+                              {"wait_k_policy", wait_k > 0 ? wait_k_policy_name(policy) : ""},
                               {"incremental", incremental},
                               {"average_lagging", mean_lagging},
                               {"mean_source_tokens", mean_source}, {"threads", torch::get_num_threads()},
@@ -267,6 +270,7 @@ struct TranslateArgs {
   bool streaming = false, profile = false, reencode = false;
   int lookahead = 0;
   int wait_k = 0;
+  std::string wait_k_policy;  // --wait-k-policy ("": decode.wait_k_policy)
 };
 
 // --model (several: an ensemble, checked against --weights and for one vocabulary), each with the
@@ -317,7 +321,7 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
   for (const auto& [flag, given] : std::vector<std::pair<std::string, bool>>{
            {"--lookahead", o.lookahead != 0}, {"--wait-k", o.wait_k != 0}, {"--delays", !o.delays.empty()},
            {"--reference", !o.reference.empty()}, {"--simuleval-dir", !o.simuleval_dir.empty()},
-           {"--reencode", o.reencode}}) {
+           {"--reencode", o.reencode}, {"--wait-k-policy", !o.wait_k_policy.empty()}}) {
     if (given && !o.streaming) throw InputError(flag + ": only with --streaming");
   }
   if (o.wait_k != 0 && o.lookahead != 0) throw InputError("--lookahead: not with --wait-k (wait-k reads by its own schedule)");
@@ -326,6 +330,16 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
   if (wait_k != 0 && o.lookahead != 0) {
     throw InputError("--lookahead: not with decode.wait_k " + std::to_string(wait_k) +
                      " (wait-k reads by its own schedule; --set decode.wait_k=0 for the head's policy)");
+  }
+  const WaitKPolicy policy = o.wait_k_policy.empty()
+                                 ? parse_wait_k_policy(dc.wait_k_policy, "decode.wait_k_policy")
+                                 : parse_wait_k_policy(o.wait_k_policy, "--wait-k-policy");
+  if (!o.wait_k_policy.empty() && wait_k == 0) {
+    throw InputError("--wait-k-policy: only with wait-k (--wait-k K or decode.wait_k)");
+  }
+  if (wait_k != 0 && policy == WaitKPolicy::prefix && o.reencode) {
+    throw InputError("--reencode: not with the wait-k policy prefix (its decoder is kept across reads of a source "
+                     "read a token at a time)");
   }
   if (!o.simuleval_dir.empty() && o.reference.empty()) {
     throw InputError("--simuleval-dir: needs --reference (SimulEval's AL, LAAL and AP use the reference's length)");
@@ -343,7 +357,7 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
   const auto lines = read_lines(o.input.empty() ? "-" : o.input);
   if (o.streaming) {
     auto step_model = make_step_model(loaded.model, dc, loaded.lexicon);
-    translate_streaming(*step_model, loaded, lines, options, o.lookahead, wait_k, o.reencode,
+    translate_streaming(*step_model, loaded, lines, options, o.lookahead, wait_k, policy, o.reencode,
                         {o.output, o.delays, o.stats, o.simuleval_dir, o.reference});
     return;
   }
@@ -415,6 +429,12 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                   "--streaming: the wait-k policy (STACL) for any model: read K source tokens, then write one and "
                   "read one in turn (instead of the monotonic head's stops); overrides decode.wait_k")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--wait-k-policy", o->wait_k_policy,
+                  "--streaming with wait-k: replay (the decoder restarted over the longer source prefix after each "
+                  "read, the written tokens replayed; any model) or prefix (the decoder kept across reads, each step "
+                  "attending to the source read by then: STACL's prefix-to-prefix; a unidirectional encoder); "
+                  "overrides decode.wait_k_policy")
+      ->check(CLI::IsMember({"replay", "prefix"}));
   cmd->add_flag("--reencode", o->reencode,
                 "--streaming: encode every source prefix again and replay the written tokens after each read, as for "
                 "a bidirectional encoder, instead of reading a unidirectional model's source a token at a time "

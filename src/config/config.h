@@ -224,6 +224,8 @@ struct DecodeConfig {
   // translate --streaming: the wait-k policy (decoding/streaming.h) with this k, unless --wait-k
   // gives one; 0 = the hard-attention head's policy.
   int wait_k = 0;
+  // How wait-k decides each target token (decoding/streaming.h, WaitKPolicy): replay | prefix.
+  std::string wait_k_policy = "replay";
 };
 
 // decode:'s defaults, for the decoding options that mirror them (decoding/search_types.h,

@@ -250,6 +250,8 @@ const Field kFields[] = {
      "Subtracted from `<unk>`'s log-probability at every step (fairseq's `--unkpen`)", "0 unless `decode.search_rules` is `fairseq`"},
     {ATTNMT_FIELD(decode.wait_k), kLoad, at_least(0, "0 = the hard-attention head's policy"),
      "`translate --streaming`: the wait-k policy, read k source tokens, then write one and read one in turn (`--wait-k` overrides)"},
+    {ATTNMT_FIELD(decode.wait_k_policy), kLoad, one_of("replay|prefix"),
+     "wait-k: `replay` restarts the decoder over the longer source prefix after each read and replays the written tokens (any model); `prefix` keeps the decoder across reads, each step attending to the source read by then (STACL's prefix-to-prefix; a unidirectional encoder)"},
 
     {ATTNMT_FIELD(distributed.backend), kTrain, one_of("auto|gloo|nccl"),
      "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},

@@ -6,6 +6,7 @@
 #include "decoding/translator.h"
 #include "eval/simuleval_log.h"
 #include "runtime/workers.h"
+#include "util/error.h"
 
 namespace attnmt {
 
@@ -34,15 +35,17 @@ class SourceStream {
   int64_t read() const { return read_; }
   bool complete() const { return read_ == static_cast<int64_t>(source_.size()); }
   // Reads on to `count` source tokens (the end of sentence after the last); the state then decodes
-  // the token after `written`. A kept decoder decodes again the step it last took.
-  void read_to(int64_t count, const std::vector<int64_t>& written) {
+  // the token after `written`. A kept decoder decodes again the step it last took (`again`: its
+  // token was not written), or goes on from it (it was).
+  void read_to(int64_t count, const std::vector<int64_t>& written, bool again = true) {
     const bool had_state = state_ != nullptr;
     if (!incremental_) {
       read_ = count;
       state_ = start_prefix(model_, source_, read_);
     } else {
       if (!state_) state_ = model_.start_stream();
-      if (keep_decoder_ && before_) state_ = std::move(before_);
+      if (keep_decoder_ && before_ && again) state_ = std::move(before_);
+      before_.reset();
       for (; read_ < count; ++read_) model_.read(*state_, source_[static_cast<size_t>(read_)]);
       if (complete() && !eos_read_) {
         model_.read(*state_, model_.eos_id());
@@ -146,23 +149,37 @@ StreamedSentence stream_wait_k(StepModel& model, const std::vector<int64_t>& sou
   const auto n = static_cast<int64_t>(source.size());
   out.source_tokens = n;
   const int64_t max_length = max_target_length(n + 1, options.search);
-  // A soft step reads every row of the memory: the decoder restarts after each read.
-  SourceStream stream(model, source, options.incremental, /*keep_decoder=*/false);
+  // replay: a soft step reads every row of the memory, so the decoder restarts after each read.
+  // prefix: it is kept, and a read only lengthens the memory the next step attends to.
+  const bool prefix = options.wait_k_policy == WaitKPolicy::prefix;
+  if (prefix && !(options.incremental && model.streams_source())) {
+    throw InputError("decode.wait_k_policy prefix: needs a model that reads its source a token at a time "
+                     "(model.encoder.bidirectional: false, model.source_eos: true, no shortlist), and not --reencode");
+  }
+  SourceStream stream(model, source, options.incremental, /*keep_decoder=*/prefix);
   stream.read_to(std::min<int64_t>(n, options.wait_k), out.tokens);
   while (true) {
     const int64_t token = best_token(stream.step(out.tokens, /*want_attention=*/false));
     if (token == model.eos_id()) {
       if (stream.complete()) break;  // WRITE the end: done
-      stream.read_to(stream.read() + 1, out.tokens);
+      stream.read_to(stream.read() + 1, out.tokens, /*again=*/true);
       continue;
     }
     if (!write(out, token, stream.read(), max_length)) break;
-    if (!stream.complete()) stream.read_to(stream.read() + 1, out.tokens);
+    if (!stream.complete()) stream.read_to(stream.read() + 1, out.tokens, /*again=*/false);
   }
   return out;
 }
 
 }  // namespace
+
+WaitKPolicy parse_wait_k_policy(const std::string& name, const std::string& what) {
+  if (name == "replay") return WaitKPolicy::replay;
+  if (name == "prefix") return WaitKPolicy::prefix;
+  throw InputError(what + ": '" + name + "' is not a wait-k policy (replay or prefix)");
+}
+
+const char* wait_k_policy_name(WaitKPolicy policy) { return policy == WaitKPolicy::prefix ? "prefix" : "replay"; }
 
 StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options) {
   if (options.wait_k > 0) return stream_wait_k(model, source, options);

@@ -22,6 +22,12 @@
 // it never sees a token right of k + t - 1.
 // An end of sentence before the whole source is read reads one more token instead; with k >= |x|
 // the output is greedy search's on the whole sentence.
+// wait-k's policy (WaitKPolicy::prefix) on a model that reads its source a token at a time: STACL's
+// prefix-to-prefix decoding in its recurrent form. The decoder starts once k tokens are read and is
+// kept across reads: step t attends to the x_1..x_{g(t)} read by then (the memory grows a row per
+// read), and no earlier step is decoded again. Token t then follows from the steps before it as
+// they were taken, not from x_1..x_{g(t)} replayed (WaitKPolicy::replay), so the two write other
+// tokens; prefix costs one decoder step per written token, as greedy search does.
 // Latency: average lagging (Ma et al., 2019, STACL, eq. 4) over the source subwords read when each
 // target subword is written; SimulEval's metrics in eval/latency.h.
 #pragma once
@@ -36,10 +42,20 @@
 
 namespace attnmt {
 
+// How wait-k decides target token t (decode.wait_k_policy).
+enum class WaitKPolicy {
+  replay,  // the decoder restarted over x_1..x_{g(t)} and the written tokens replayed (any model)
+  prefix,  // the decoder kept across reads (a model whose encoder streams: unidirectional)
+};
+// "replay" | "prefix"; anything else is an InputError naming `what`.
+WaitKPolicy parse_wait_k_policy(const std::string& name, const std::string& what);
+const char* wait_k_policy_name(WaitKPolicy policy);
+
 struct StreamingOptions {
   SearchOptions search;  // max_length_ratio, max_length bound the output (as greedy search's)
   int lookahead = 0;     // source tokens read past the head's stop before a token is written
   int wait_k = 0;        // > 0: the wait-k policy with this k (any attention); 0: the hard head's policy
+  WaitKPolicy wait_k_policy = WaitKPolicy::replay;
   int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
   // A model that reads its source a token at a time (StepModel::streams_source: unidirectional)

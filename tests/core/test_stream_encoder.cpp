@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/streaming.h"
 #include "model/seq2seq.h"
@@ -175,4 +176,137 @@ TEST_CASE("streaming encoder: the incremental path writes what re-encoding every
     }
     CHECK(early > 0);  // the policies did write before the end
   }
+}
+
+namespace {
+
+// memory cut to its first g rows: the source x_1..x_g (eos included once g covers it).
+AttentionMemory first_rows(const AttentionMemory& memory, int64_t g) {
+  REQUIRE(memory.extra.empty());
+  AttentionMemory m;
+  m.values = memory.values.slice(1, 0, g);
+  m.keys = memory.keys.is_same(memory.values) ? m.values : memory.keys.slice(1, 0, g);
+  m.mask = memory.mask.slice(1, 0, g);
+  m.lengths = torch::full({1}, g, torch::kLong);
+  m.group = memory.group;
+  return m;
+}
+
+// wait-k's prefix policy by its definition, on the whole sentence's memory: the decoder starts from
+// the encoded first min(k, |x|) tokens; step t attends to the rows read by then (cut from the whole
+// sentence's memory: a unidirectional encoder's prefix states are its own); a token is written and
+// one more read, or, at an end of sentence before the source ends, one more read and the same step
+// decoded again from the state before it.
+StreamedSentence prefix_by_definition(DecodingSeq2Seq& decoding, const std::vector<int64_t>& source, int k,
+                                      const SearchOptions& search, int64_t eos, int64_t bos) {
+  const auto n = static_cast<int64_t>(source.size());
+  std::vector<int64_t> with_eos = source;
+  with_eos.push_back(eos);
+  auto encode_first = [&](int64_t g) {  // x_1..x_g, eos after the last
+    const int64_t rows = g + (g == n ? 1 : 0);
+    auto src = torch::tensor(std::vector<int64_t>(with_eos.begin(), with_eos.begin() + rows), torch::kLong).view({1, rows});
+    return decoding.encode(src, torch::full({1}, rows, torch::kLong));
+  };
+  const auto whole = encode_first(n);
+  StreamedSentence out;
+  out.source_tokens = n;
+  const int64_t max_length = max_target_length(n + 1, search);
+  int64_t read = std::min<int64_t>(n, k);
+  DecoderStepState state = encode_first(read).state;
+  int64_t prev = bos, t = 0;
+  while (true) {
+    const DecoderStepState before = state;
+    const auto memory = first_rows(whole.memory, read + (read == n ? 1 : 0));
+    const auto logits = decoding.logits(decoding.step_hidden(torch::full({1}, prev, torch::kLong), memory, state, t, nullptr));
+    const int64_t token = logits.reshape({-1}).argmax().item<int64_t>();
+    if (token == eos) {
+      if (read == n) break;
+      ++read;
+      state = before;
+      continue;
+    }
+    out.tokens.push_back(token);
+    out.delays.push_back(read);
+    if (static_cast<int64_t>(out.tokens.size()) >= max_length) {
+      out.finished = false;
+      break;
+    }
+    prev = token;
+    ++t;
+    if (read < n) ++read;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("wait-k prefix policy: the decoder kept across reads, each step attending to exactly what was read",
+          "[streaming]") {
+  // Global attention without a per-position state, so the whole sentence's memory cut to a prefix
+  // is the prefix's: luong_general (input feeding, 2 layers, encoder init) and bahdanau (GRU).
+  for (const auto& m : unidirectional_models()) {
+    if (m.config.attention.type != "luong_general" && m.config.attention.type != "bahdanau") continue;
+    INFO(m.name);
+    torch::manual_seed(13);
+    Seq2Seq model = test::eval_model(m.config, 20, 20);
+    {
+      torch::NoGradGuard no_grad;
+      model->output_bias()[3].fill_(-2.0);  // eos less likely: words before the source ends
+    }
+    torch::InferenceMode inference;
+    DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
+    Seq2SeqStepModel step_model(model);
+    StreamingOptions options;
+    options.search.beam_size = 1;
+    options.search.max_length_ratio = 1.5;
+    options.wait_k_policy = WaitKPolicy::prefix;
+    int64_t early = 0, differs = 0;
+    for (int64_t n : {1, 3, 6, 9}) {
+      auto ids = torch::randint(4, 20, {n}, torch::kLong);
+      const std::vector<int64_t> source(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + n);
+      for (int k : {1, 2, 3}) {
+        INFO("n " << n << ", wait-" << k);
+        options.wait_k = k;
+        options.wait_k_policy = WaitKPolicy::prefix;
+        CountingStepModel counted(step_model);
+        const auto out = stream_sentence(counted, source, options);
+        const auto expected = prefix_by_definition(decoding, source, k, options.search, step_model.eos_id(),
+                                                   step_model.bos_id());
+        REQUIRE(out.tokens == expected.tokens);
+        REQUIRE(out.delays == expected.delays);
+        REQUIRE(out.finished == expected.finished);
+        CHECK(counted.replayed == 0);  // no written token decoded again
+        CHECK(counted.starts == 0);
+        for (auto d : out.delays) early += d < n;
+        options.wait_k_policy = WaitKPolicy::replay;
+        differs += stream_sentence(step_model, source, options).tokens != out.tokens;
+      }
+      // k >= |x|: everything read first, then greedy search on the whole sentence.
+      options.wait_k = static_cast<int>(n) + 2;
+      options.wait_k_policy = WaitKPolicy::prefix;
+      auto src = torch::cat({ids, torch::full({1}, step_model.eos_id(), torch::kLong)}).view({1, n + 1});
+      const auto greedy = greedy_search(step_model, src, torch::full({1}, n + 1, torch::kLong), options.search);
+      const auto waited = stream_sentence(step_model, source, options);
+      CHECK(waited.tokens == greedy[0][0].tokens);
+    }
+    CHECK(early > 0);    // the policy did write before the end
+    CHECK(differs > 0);  // and is not the replay policy
+  }
+}
+
+TEST_CASE("wait-k prefix policy: refused where the source is encoded again", "[streaming]") {
+  ModelConfig config = test::sized_config(8, 6, 12);
+  config.attention.type = "luong_general";  // bidirectional: every prefix encoded again
+  Seq2Seq model = test::eval_model(config, 20, 20);
+  Seq2SeqStepModel step_model(model);
+  StreamingOptions options;
+  options.search.beam_size = 1;
+  options.wait_k = 2;
+  options.wait_k_policy = WaitKPolicy::prefix;
+  REQUIRE_FALSE(step_model.streams_source());
+  CHECK_THROWS_WITH(stream_sentence(step_model, {5, 6, 7}, options),
+                    Catch::Contains("decode.wait_k_policy prefix: needs a model that reads its source a token at a time"));
+  CHECK(parse_wait_k_policy("prefix", "x") == WaitKPolicy::prefix);
+  CHECK_THROWS_WITH(parse_wait_k_policy("pre", "--wait-k-policy"),
+                    Catch::Equals("--wait-k-policy: 'pre' is not a wait-k policy (replay or prefix)"));
 }

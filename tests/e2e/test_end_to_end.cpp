@@ -289,7 +289,7 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
                        (dir / "wait_flag.en").string());
   INFO(wait_flag.output);
   REQUIRE(wait_flag.status == 0);
-  REQUIRE(wait_flag.output.find("wait-2,") != std::string::npos);
+  REQUIRE(wait_flag.output.find("wait-2 (replay),") != std::string::npos);
   const std::string ref = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.en";
   auto streamed = run("translate" + model + " --streaming --output " + (dir / "streamed.en").string() + " --delays " +
                       (dir / "delays.tsv").string() + " --stats " + (dir / "stats.json").string() +
@@ -364,12 +364,52 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
            {" --streaming --set decode.wait_k=-1", "decode.wait_k"},
            {" --streaming --set decode.wait_k=two", "decode.wait_k"},
            {" --reencode", "--reencode: only with --streaming"},
+           {" --wait-k-policy prefix", "--wait-k-policy: only with --streaming"},
+           {" --streaming --wait-k-policy prefix", "--wait-k-policy: only with wait-k"},
+           {" --streaming --wait-k 2 --wait-k-policy later", "--wait-k-policy"},
+           {" --streaming --wait-k 2 --set decode.wait_k_policy=pre", "decode.wait_k_policy"},
+           {" --streaming --wait-k 2 --wait-k-policy prefix --reencode", "--reencode: not with the wait-k policy prefix"},
+           // the tiny model's encoder is bidirectional: every prefix is encoded again
+           {" --streaming --wait-k 2 --wait-k-policy prefix", "needs a model that reads its source a token at a time"},
            {" --streaming --simuleval-dir " + (dir / "x").string(), "needs --reference"}}) {
     auto r = run("translate" + model + flags);
     INFO(flags << ": " << r.output);
     REQUIRE(r.status == 2);
     REQUIRE(r.output.find(message) != std::string::npos);
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("translate --streaming --wait-k-policy prefix: a unidirectional model's decoder kept across reads",
+          "[e2e][streaming]") {
+  auto dir = temp_dir("wait_k_prefix");
+  write(dir / "config.yaml", tiny_config(dir / "model", 20));
+  auto train = run("train " + (dir / "config.yaml").string() + " --set model.encoder.bidirectional=false");
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
+  const auto model = " --model " + (dir / "model").string() + " --input " + src;
+  auto out = [&](const std::string& name) { return attnmt::read_lines((dir / name).string()); };
+  REQUIRE(run("translate" + model + " --beam-size 1 --output " + (dir / "greedy.en").string()).status == 0);
+  // k past every line: the whole source read first, then greedy search.
+  auto all = run("translate" + model + " --streaming --wait-k 1000 --wait-k-policy prefix --output " +
+                 (dir / "all.en").string());
+  INFO(all.output);
+  REQUIRE(all.status == 0);
+  CHECK(out("all.en") == out("greedy.en"));
+  // wait-2 as a flag and as the config key: the same output; logged and in --stats.
+  auto flag = run("translate" + model + " --streaming --wait-k 2 --wait-k-policy prefix --output " +
+                  (dir / "flag.en").string() + " --stats " + (dir / "stats.json").string());
+  INFO(flag.output);
+  REQUIRE(flag.status == 0);
+  CHECK(flag.output.find("wait-2 (prefix), source read a token at a time") != std::string::npos);
+  const auto stats = nlohmann::json::parse(attnmt::read_lines((dir / "stats.json").string()).at(0));
+  CHECK(stats.at("wait_k_policy") == "prefix");
+  CHECK(stats.at("wait_k") == 2);
+  auto key = run("translate" + model + " --streaming --set decode.wait_k=2 --set decode.wait_k_policy=prefix --output " +
+                 (dir / "key.en").string());
+  REQUIRE(key.status == 0);
+  CHECK(out("key.en") == out("flag.en"));
   fs::remove_all(dir);
 }
 
