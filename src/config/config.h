@@ -151,6 +151,11 @@ struct TrainConfig {
   double min_learning_rate = 1e-5;  // plateau's floor; cosine's end
   double weight_decay = 0.0;     // decoupled weight decay (AdamW, Loshchilov & Hutter 2019): p -= lr * wd * p
   double ema_decay = 0.0;        // > 0: validate and save an exponential moving average of the weights (train/ema.h)
+  // > 0: prefix-to-prefix training (STACL's wait-k): target step t attends to the first
+  // min(k + t - 1, |x|) source tokens (the end of sentence with the last), and the decoder starts
+  // from the first min(k, |x|) -- what wait-k's prefix policy shows it when decoding a stream
+  // (model/seq2seq.h, Seq2SeqImpl::set_wait_k). 0: whole sentences.
+  int wait_k = 0;
   int valid_every = 1000;        // validate every N updates (and at the end of each epoch)
   std::string valid_metric = "bleu";  // bleu | ppl: what "best" and early stopping look at
   int valid_beam_size = 1;       // beam size for valid BLEU (1 = greedy)

@@ -175,6 +175,8 @@ const Field kFields[] = {
      "Decoupled weight decay (AdamW, Loshchilov & Hutter 2019)"},
     {ATTNMT_FIELD(train.ema_decay), kTrain, in_co(0, 1),
      "> 0: keep an exponential moving average of the weights"},
+    {ATTNMT_FIELD(train.wait_k), kTrain, at_least(0, "0 = whole sentences"),
+     "> 0: prefix-to-prefix training (STACL's wait-k): target step t attends to the first k + t - 1 source tokens and the decoder starts from the first k, as `translate --streaming --wait-k-policy prefix` decodes"},
     {ATTNMT_FIELD(train.valid_every), kTrain, above(0),
      "Validate every N updates (and at the end of each epoch)"},
     {ATTNMT_FIELD(train.valid_metric), kTrain, one_of("bleu|ppl"),

@@ -76,6 +76,25 @@ bool Seq2SeqImpl::decoder_keeps_across_reads() const {
   return config_.decoder.init == "zero" && attention_streams(config_.attention);
 }
 
+void check_wait_k_training(const ModelConfig& config, int64_t k) {
+  if (k > 0 && !config.source_eos) {
+    throw InputError("train.wait_k: needs model.source_eos: true (a stream reads the end of sentence as a token)");
+  }
+  if (k > 0 && !global_score_kind(config.attention.type)) {
+    std::string global;
+    for (const auto& name : attention_names()) {
+      if (global_score_kind(name)) global += (global.empty() ? "" : ", ") + name;
+    }
+    throw InputError("train.wait_k: needs an attention that weighs every source position by the memory's mask (" +
+                     global + "), got model.attention.type " + config.attention.type);
+  }
+}
+
+void Seq2SeqImpl::set_wait_k(int64_t k) {
+  check_wait_k_training(config_, k);
+  wait_k_ = k;
+}
+
 DecoderStepState Seq2SeqImpl::start_decoder(const EncoderStream& stream, const AttentionMemory& memory) {
   return decoder_->initial_state(encoder_->stream_output(stream), memory);
 }
@@ -101,6 +120,27 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::Tensor& lengths,
                                          const torch::Tensor& tgt_in, torch::Tensor* attention) {
   auto enc = encode(src, lengths, EncoderProducts());
+  // Prefix-to-prefix (set_wait_k): n = lengths - 1 source tokens before the end of sentence;
+  // g(t) = min(k + t - 1, n) of them read at step t, the end of sentence once all are.
+  torch::Tensor positions;
+  if (wait_k_ > 0) {
+    const auto n = lengths - 1;
+    positions = torch::arange(src.size(1), lengths.options()).unsqueeze(0);  // [1, S]
+    if (config_.decoder.init != "zero") {
+      // The decoder's initial state from the first min(k, n) tokens (all of them and the end of
+      // sentence when k >= n), as the stream starts it.
+      const auto read = torch::where(n > wait_k_, torch::full_like(n, wait_k_), lengths);
+      const int64_t longest = read.max().item<int64_t>();
+      enc.state = encode(src.slice(1, 0, longest), read, EncoderProducts()).state;
+    }
+  }
+  // Rows step t may attend to: [B, S], the memory's own mask where there is no schedule.
+  auto visible = [&](int64_t t) {
+    const auto n = lengths - 1;
+    const auto g = n.clamp_max(wait_k_ + t);             // tokens read at step t (0-based)
+    const auto rows = torch::where(g >= n, lengths, g);  // the end of sentence once all are
+    return enc.memory.mask & (positions < rows.unsqueeze(1));
+  };
   const auto products = decoder_->training_products();
   // Time-major so that step t reads a contiguous [B, *] slice.
   auto embedded = stream_dropout(word_dropout(tgt_embed_(tgt_in.t()), config_.decoder.word_dropout, is_training()),
@@ -112,9 +152,11 @@ torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::
   const int64_t T = tgt_in.size(1);
   std::vector<torch::Tensor> outputs, weights;
   outputs.reserve(T);
+  AttentionMemory seen = enc.memory;  // wait-k: the memory with step t's mask
   for (int64_t t = 0; t < T; ++t) {
     torch::Tensor w;
-    outputs.push_back(decoder_->step(gates[t], embedded_t[t], enc.memory, enc.state, t,
+    if (wait_k_ > 0) seen.mask = visible(t);
+    outputs.push_back(decoder_->step(gates[t], embedded_t[t], wait_k_ > 0 ? seen : enc.memory, enc.state, t,
                                      attention ? &w : nullptr, products));
     if (attention) weights.push_back(w);
   }

@@ -72,6 +72,14 @@ class Seq2SeqImpl : public torch::nn::Module {
   // stopped inside what was read: the initial state ignores the source (model.decoder.init: zero)
   // and the attention streams (attention/registry.h: hard, nothing right of its stop is read).
   bool decoder_keeps_across_reads() const;
+  // Prefix-to-prefix training (config train.wait_k; STACL, Ma et al. 2019, 3.2): with k > 0,
+  // hidden_states() lets target step t (1-based) attend to the first g(t) = min(k + t - 1, n) source
+  // tokens of a source of n tokens (its end of sentence with the n-th), and starts the decoder from
+  // the encoded first min(k, n) -- which is what decoding/streaming.h's wait-k prefix policy shows
+  // each step. The variant must weigh positions by the memory's mask alone (a global attention);
+  // an InputError names the key otherwise. 0: whole sentences.
+  void set_wait_k(int64_t k);
+  int64_t wait_k() const { return wait_k_; }
   // The products in `mode` on the current weights (stale once they change). The output layer's
   // product: in mode, except that bf16 without packing (kLibTorch) is the output layer's alone.
   Seq2SeqProducts products(ExecutionMode mode) const;
@@ -89,8 +97,13 @@ class Seq2SeqImpl : public torch::nn::Module {
   Encoder encoder_{nullptr};
   Decoder decoder_{nullptr};
   torch::Tensor out_weight_, out_bias_;  // output layer [V, H], [V]
+  int64_t wait_k_ = 0;                   // set_wait_k
 };
 TORCH_MODULE(Seq2Seq);
+
+// Seq2SeqImpl::set_wait_k's InputError for a model config that cannot train with wait-k `k` (train
+// calls it before any data is read).
+void check_wait_k_training(const ModelConfig& config, int64_t k);
 
 // A Seq2Seq set up for decoding in one execution mode, chosen here once: it owns the products
 // (packed weights) that every batch and step then uses. Thread-safe for concurrent batches.

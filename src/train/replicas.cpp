@@ -19,6 +19,7 @@ Replicas::Replicas(Seq2Seq main, const ModelConfig& config, int count, int threa
   const auto device = main->parameters().front().device();
   for (int r = 1; r < count; ++r) {
     Seq2Seq replica(config, main->vocab());
+    replica->set_wait_k(main->wait_k());
     replica->to(device);
     replica->train();
     models_.push_back(replica);

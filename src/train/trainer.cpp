@@ -174,6 +174,7 @@ void Trainer::build_model() {
   vocab.src = tokenizers_.src->vocab_size();
   vocab.tgt = tokenizers_.tgt->vocab_size();
   model_ = Seq2Seq(cfg_.model, vocab);
+  model_->set_wait_k(cfg_.train.wait_k);
   model_->to(device_);
   spdlog::info("[train] model: {} parameters, attention {}, {} decoder", model_->parameter_count(),
                cfg_.model.attention.type, cfg_.model.decoder.style);
@@ -794,6 +795,7 @@ void train(const TrainRequest& request) {
   if (request.launch) validate(*request.launch);  // the command line's values first
   check_bf16_kernels(request);  // before anything else: every path (ranks, launchers) starts here
   check_attention(request.config.model);  // before any data is read
+  check_wait_k_training(request.config.model, request.config.train.wait_k);
   check_training_inputs(request.config, request.config_source);
   check_resumable(request);
   if (request.launch) {

@@ -310,3 +310,58 @@ TEST_CASE("wait-k prefix policy: refused where the source is encoded again", "[s
   CHECK_THROWS_WITH(parse_wait_k_policy("pre", "--wait-k-policy"),
                     Catch::Equals("--wait-k-policy: 'pre' is not a wait-k policy (replay or prefix)"));
 }
+
+TEST_CASE("train.wait_k: each teacher-forced step sees what wait-k's prefix policy shows it", "[streaming][train]") {
+  for (const auto& m : unidirectional_models()) {
+    if (m.config.attention.type != "luong_general" && m.config.attention.type != "bahdanau") continue;
+    INFO(m.name);
+    torch::manual_seed(17);
+    Seq2Seq model = test::eval_model(m.config, 20, 20);
+    torch::InferenceMode inference;
+    DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
+    const int64_t eos = 3, bos = 2, pad = 0;
+    // Two sentences in one padded batch: 5 and 2 source tokens, each with its end of sentence.
+    const std::vector<std::vector<int64_t>> sources = {{5, 9, 7, 12, 6}, {8, 11}};
+    const int64_t S = 6, T = 5;
+    auto src = torch::full({2, S}, pad, torch::kLong);
+    auto lengths = torch::empty({2}, torch::kLong);
+    for (int64_t b = 0; b < 2; ++b) {
+      const auto& x = sources[static_cast<size_t>(b)];
+      for (size_t i = 0; i < x.size(); ++i) src[b][static_cast<int64_t>(i)] = x[i];
+      src[b][static_cast<int64_t>(x.size())] = eos;
+      lengths[b] = static_cast<int64_t>(x.size()) + 1;
+    }
+    auto tgt_in = torch::randint(4, 20, {2, T}, torch::kLong);
+    tgt_in.select(1, 0).fill_(bos);
+    for (const int64_t k : {1, 2, 4}) {
+      INFO("wait-" << k);
+      model->set_wait_k(k);
+      const auto h = model->hidden_states(src, lengths, tgt_in);  // [2, T, H]
+      for (int64_t b = 0; b < 2; ++b) {
+        const auto& x = sources[static_cast<size_t>(b)];
+        const auto n = static_cast<int64_t>(x.size());
+        const int64_t rows_all = n + 1;
+        auto whole = decoding.encode(src[b].slice(0, 0, rows_all).view({1, rows_all}), torch::full({1}, rows_all, torch::kLong));
+        const int64_t first = k >= n ? rows_all : k;
+        DecoderStepState state =
+            decoding.encode(src[b].slice(0, 0, first).view({1, first}), torch::full({1}, first, torch::kLong)).state;
+        for (int64_t t = 0; t < T; ++t) {
+          const int64_t g = std::min(k + t, n);
+          const auto memory = first_rows(whole.memory, g == n ? rows_all : g);
+          const auto expected = decoding.step_hidden(tgt_in[b].slice(0, t, t + 1), memory, state, t, nullptr);
+          INFO("sentence " << b << ", step " << t << ", rows " << (g == n ? rows_all : g));
+          CHECK(torch::allclose(h[b][t], expected[0], 1e-5, 1e-5));
+        }
+      }
+    }
+    model->set_wait_k(0);  // whole sentences: the steps differ from wait-1's
+    const auto whole_sentences = model->hidden_states(src, lengths, tgt_in);
+    model->set_wait_k(1);
+    CHECK_FALSE(torch::allclose(whole_sentences, model->hidden_states(src, lengths, tgt_in), 1e-5, 1e-5));
+  }
+  ModelConfig local = test::sized_config(8, 6, 12);
+  local.attention.type = "local_p";
+  Seq2Seq model = test::eval_model(local, 20, 20);
+  CHECK_THROWS_WITH(model->set_wait_k(2), Catch::StartsWith("train.wait_k: needs an attention that weighs every source "
+                                                             "position by the memory's mask"));
+}

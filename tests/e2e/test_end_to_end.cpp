@@ -380,11 +380,19 @@ TEST_CASE("translate --streaming: chunkwise attention decodes a stream and repor
   fs::remove_all(dir);
 }
 
-TEST_CASE("translate --streaming --wait-k-policy prefix: a unidirectional model's decoder kept across reads",
-          "[e2e][streaming]") {
+TEST_CASE("train.wait_k, then translate --streaming --wait-k-policy prefix: a unidirectional model's decoder kept "
+          "across reads", "[e2e][streaming]") {
   auto dir = temp_dir("wait_k_prefix");
   write(dir / "config.yaml", tiny_config(dir / "model", 20));
-  auto train = run("train " + (dir / "config.yaml").string() + " --set model.encoder.bidirectional=false");
+  // Trained prefix-to-prefix (train.wait_k), where the attention allows it.
+  auto refused = run("train " + (dir / "config.yaml").string() +
+                     " --set model.encoder.bidirectional=false --set train.wait_k=2 --set model.attention.type=local_p");
+  INFO(refused.output);
+  CHECK(refused.status == 2);
+  CHECK(refused.output.find("train.wait_k: needs an attention that weighs every source position") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "model"));  // refused before anything was written
+  auto train = run("train " + (dir / "config.yaml").string() +
+                   " --set model.encoder.bidirectional=false --set train.wait_k=2");
   INFO(train.output);
   REQUIRE(train.status == 0);
   const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
