@@ -180,6 +180,18 @@ TEST_CASE("streaming encoder: the incremental path writes what re-encoding every
 
 namespace {
 
+// The models whose whole-sentence memory cut to its first rows is that prefix's memory: a global
+// attention without a per-position state, luong_general (input feeding, 2 layers, encoder init) and
+// bahdanau (GRU).
+std::vector<StreamModelCase> global_attention_models() {
+  std::vector<StreamModelCase> global;
+  for (const auto& m : unidirectional_models()) {
+    if (m.config.attention.type == "luong_general" || m.config.attention.type == "bahdanau") global.push_back(m);
+  }
+  REQUIRE(global.size() == 2);
+  return global;
+}
+
 // memory cut to its first g rows: the source x_1..x_g (eos included once g covers it).
 AttentionMemory first_rows(const AttentionMemory& memory, int64_t g) {
   REQUIRE(memory.extra.empty());
@@ -242,10 +254,7 @@ StreamedSentence prefix_by_definition(DecodingSeq2Seq& decoding, const std::vect
 
 TEST_CASE("wait-k prefix policy: the decoder kept across reads, each step attending to exactly what was read",
           "[streaming]") {
-  // Global attention without a per-position state, so the whole sentence's memory cut to a prefix
-  // is the prefix's: luong_general (input feeding, 2 layers, encoder init) and bahdanau (GRU).
-  for (const auto& m : unidirectional_models()) {
-    if (m.config.attention.type != "luong_general" && m.config.attention.type != "bahdanau") continue;
+  for (const auto& m : global_attention_models()) {
     INFO(m.name);
     torch::manual_seed(13);
     Seq2Seq model = test::eval_model(m.config, 20, 20);
@@ -312,8 +321,7 @@ TEST_CASE("wait-k prefix policy: refused where the source is encoded again", "[s
 }
 
 TEST_CASE("train.wait_k: each teacher-forced step sees what wait-k's prefix policy shows it", "[streaming][train]") {
-  for (const auto& m : unidirectional_models()) {
-    if (m.config.attention.type != "luong_general" && m.config.attention.type != "bahdanau") continue;
+  for (const auto& m : global_attention_models()) {
     INFO(m.name);
     torch::manual_seed(17);
     Seq2Seq model = test::eval_model(m.config, 20, 20);
