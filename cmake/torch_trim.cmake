@@ -1,5 +1,5 @@
 # LibTorch's links that nothing calls, replaced by one empty library (docs/architecture.md, "Start-up").
-# Debian's libtorch_cpu names ~20 libraries it imports no symbol from (OpenCV, FFmpeg, ZeroMQ,
+# Debian's libtorch_cpu 1.13 names 22 libraries it imports no symbol from (OpenCV, FFmpeg, ZeroMQ,
 # LevelDB, LMDB, ...), and they bring ~230 more (Qt, GStreamer, GDAL, codecs): loading, relocating and
 # initialising them was most of every LibTorch program's start. After the engine is linked,
 # cmake/unused_links.py finds them from the engine's own dependencies and writes

@@ -134,7 +134,7 @@ torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::
       enc.state = encode(src.slice(1, 0, longest), read, EncoderProducts()).state;
     }
   }
-  // Rows step t may attend to: [B, S], the memory's own mask where there is no schedule.
+  // Under the schedule, the rows step t may attend to: [B, S].
   auto visible = [&](int64_t t) {
     const auto n = lengths - 1;
     const auto g = n.clamp_max(wait_k_ + t);             // tokens read at step t (0-based)
