@@ -20,6 +20,7 @@ the loader's "undefined symbol" line, never later.
 Writes DIR/<name> -> EMPTY_LIBRARY's copy for each, and DIR/unused.txt (one name a line).
 """
 import argparse
+import functools
 import os
 import re
 import shutil
@@ -83,13 +84,9 @@ def main():
                 return p
         return cache.get(name)
 
-    elves = {}
+    elf = functools.cache(Elf)
 
-    def elf(path):
-        if path not in elves:
-            elves[path] = Elf(path)
-        return elves[path]
-
+    @functools.cache
     def needs(path):  # (name, real path) of each library the object names
         out = []
         for n in elf(path).needed:

@@ -122,9 +122,9 @@ torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::
   auto enc = encode(src, lengths, EncoderProducts());
   // Prefix-to-prefix (set_wait_k): n = lengths - 1 source tokens before the end of sentence;
   // g(t) = min(k + t - 1, n) of them read at step t, the end of sentence once all are.
-  torch::Tensor positions;
+  torch::Tensor n, positions;
   if (wait_k_ > 0) {
-    const auto n = lengths - 1;
+    n = lengths - 1;
     positions = torch::arange(src.size(1), lengths.options()).unsqueeze(0);  // [1, S]
     if (config_.decoder.init != "zero") {
       // The decoder's initial state from the first min(k, n) tokens (all of them and the end of
@@ -136,7 +136,6 @@ torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::
   }
   // Under the schedule, the rows step t may attend to: [B, S].
   auto visible = [&](int64_t t) {
-    const auto n = lengths - 1;
     const auto g = n.clamp_max(wait_k_ + t);             // tokens read at step t (0-based)
     const auto rows = torch::where(g >= n, lengths, g);  // the end of sentence once all are
     return enc.memory.mask & (positions < rows.unsqueeze(1));

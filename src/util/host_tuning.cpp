@@ -103,20 +103,21 @@ void pregrow_heap(bool advise) {
 // No C++ library here (libstdc++ is not initialised yet), only libc.
 void tune_malloc_at_start(int argc, char** argv, char** envp) {
   const char* huge = env_value(envp, "ATTNMT_HUGE_PAGES");
+  const bool huge_pages = !(huge != nullptr && strcmp(huge, "0") == 0);
   const char* command = nullptr;  // the first argument that is not an option
   for (int i = 1; i < argc && command == nullptr; ++i) {
     if (argv[i][0] != '-') command = argv[i];
   }
   const bool advise = command == nullptr || strcmp(command, "train") != 0;
   if (tcmalloc_in_use()) {
-    if (advise && !(huge != nullptr && strcmp(huge, "0") == 0)) pregrow_heap(true);
+    if (advise && huge_pages) pregrow_heap(true);
     return;
   }
   const char* mode = env_value(envp, "ATTNMT_MALLOC");
   if ((mode != nullptr && strcmp(mode, "system") == 0) || env_value(envp, "GLIBC_TUNABLES") != nullptr) return;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
-  if (huge != nullptr && strcmp(huge, "0") == 0) return;
+  if (!huge_pages) return;
   pregrow_heap(advise);  // they stay in the heap: under M_TRIM_THRESHOLD
 }
 

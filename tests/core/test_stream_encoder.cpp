@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/streaming.h"
@@ -96,6 +97,15 @@ std::vector<StreamModelCase> unidirectional_models() {
   return cases;
 }
 
+// An untrained model ends most outputs at once, and an end of sentence reads on: with eos less
+// likely, the policies write before the source ends.
+Seq2Seq model_writing_early(const ModelConfig& config) {
+  Seq2Seq model = test::eval_model(config, 20, 20);
+  torch::NoGradGuard no_grad;
+  model->output_bias()[Tokenizer::kEos].fill_(-2.0);
+  return model;
+}
+
 }  // namespace
 
 TEST_CASE("streaming encoder: a token at a time equals encoding the prefix", "[streaming]") {
@@ -131,13 +141,7 @@ TEST_CASE("streaming encoder: the incremental path writes what re-encoding every
   for (const auto& m : unidirectional_models()) {
     INFO(m.name);
     torch::manual_seed(11);
-    Seq2Seq model = test::eval_model(m.config, 20, 20);
-    {
-      // An untrained model ends most outputs at once, and an end of sentence reads on: with eos less
-      // likely, the policies write before the source ends.
-      torch::NoGradGuard no_grad;
-      model->output_bias()[3].fill_(-2.0);
-    }
+    Seq2Seq model = model_writing_early(m.config);
     Seq2SeqStepModel step_model(model);
     REQUIRE(step_model.streams_source());
     const bool hard = m.config.attention.type == "monotonic" || m.config.attention.type == "chunkwise";
@@ -257,11 +261,7 @@ TEST_CASE("wait-k prefix policy: the decoder kept across reads, each step attend
   for (const auto& m : global_attention_models()) {
     INFO(m.name);
     torch::manual_seed(13);
-    Seq2Seq model = test::eval_model(m.config, 20, 20);
-    {
-      torch::NoGradGuard no_grad;
-      model->output_bias()[3].fill_(-2.0);  // eos less likely: words before the source ends
-    }
+    Seq2Seq model = model_writing_early(m.config);
     torch::InferenceMode inference;
     DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
     Seq2SeqStepModel step_model(model);
@@ -327,7 +327,7 @@ TEST_CASE("train.wait_k: each teacher-forced step sees what wait-k's prefix poli
     Seq2Seq model = test::eval_model(m.config, 20, 20);
     torch::InferenceMode inference;
     DecodingSeq2Seq decoding(model, ExecutionMode::libtorch());
-    const int64_t eos = 3, bos = 2, pad = 0;
+    const int64_t eos = Tokenizer::kEos, bos = Tokenizer::kBos, pad = Tokenizer::kPad;
     // Two sentences in one padded batch: 5 and 2 source tokens, each with its end of sentence.
     const std::vector<std::vector<int64_t>> sources = {{5, 9, 7, 12, 6}, {8, 11}};
     const int64_t S = 6, T = 5;

@@ -12,9 +12,11 @@
 #define ATTNMT_TEST_HTTP 1
 #endif
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -81,21 +83,21 @@ std::string url_encode(const std::string& text) {
   return out;
 }
 
-// Text as the DOM serializer writes it inside an element.
-std::string as_html_text(const std::string& text) {
+// `text` with each character that `entities` names written as its entity.
+std::string escaped(const std::string& text, std::initializer_list<std::pair<char, const char*>> entities) {
   std::string out;
   for (char c : text) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
+    const auto* e = std::find_if(entities.begin(), entities.end(), [c](const auto& entity) { return entity.first == c; });
+    if (e != entities.end())
+      out += e->second;
     else
       out += c;
   }
   return out;
 }
+
+// Text as the DOM serializer writes it inside an element.
+std::string as_html_text(const std::string& text) { return escaped(text, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}}); }
 
 // The text of the first <span class="hyp-text"> after `from`.
 std::string hyp_text(const std::string& dom, size_t from = 0) {
@@ -369,18 +371,7 @@ std::string attribute(const std::string& dom, const std::string& name, size_t fr
 }
 
 // Text as the DOM serializer writes it in an attribute value.
-std::string as_html_attribute(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
+std::string as_html_attribute(const std::string& text) { return escaped(text, {{'&', "&amp;"}, {'"', "&quot;"}}); }
 
 // The translation's text up to word i (words: runs of non-spaces), the spaces before it cut: the
 // prefix that clicking word i asks alternatives after.
