@@ -244,7 +244,7 @@ VariantReport evaluate_run(const Run& run, const Bench& b, bool samples, std::ve
   auto loaded = load_model(save_dir, "", "", decode_settings);
   configure_compute(options.threads >= 0 ? options.threads : loaded.config.threads, loaded.config.gemm);
   row.attention = attention_name(loaded.config);
-  row.decoder_style = loaded.config.model.decoder.style;
+  row.decoder_style = name_string(loaded.config.model.decoder.style);
   row.parameters = loaded.model->parameter_count();
   row.beam_size = loaded.config.decode.beam_size;
   if (!loaded.config.data.valid.src.empty()) {

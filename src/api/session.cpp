@@ -74,8 +74,9 @@ std::vector<std::vector<Translation>> DecodeSession::translate(const std::vector
                        std::to_string(lines.size()));
     }
     if (dc.shortlist) throw InputError(std::string(name) + ": not with decode.shortlist (its tokens may be outside the shortlist)");
-    if (dc.search_rules != "attnmt") {
-      throw InputError(std::string(name) + ": not with decode.search_rules " + dc.search_rules + " (attnmt's rules only)");
+    if (dc.search_rules != SearchRules::attnmt) {
+      throw InputError(std::string(name) + ": not with decode.search_rules " + name_string(dc.search_rules) +
+                       " (attnmt's rules only)");
     }
   }
   LineGuides guides;

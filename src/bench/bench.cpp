@@ -401,7 +401,7 @@ void BenchRun::train_ceiling(const ModelArithmetic& arith) {
     const double achieved = run["train"]["tgt_tokens_per_sec"]["median"].get<double>() *
                             arith.train_flops_per_target_token / 1e9;
     run["train"]["achieved_gflops"] = achieved;
-    const std::string ceiling = cfg.train.precision == "bf16" && run["ceiling"].contains("bf16") ? "bf16" : "fp32";
+    const std::string ceiling = cfg.train.precision == TrainPrecision::bf16 && run["ceiling"].contains("bf16") ? "bf16" : "fp32";
     run["train"]["utilisation"] = achieved / run["ceiling"][ceiling]["gflops"].get<double>();
     run["train"]["utilisation_of"] = ceiling;
   }
@@ -414,13 +414,13 @@ void BenchRun::decoding(const ModelArithmetic& arith, const MeanLengths& lengths
   struct Mode {
     std::string name;
     int beam, batch;
-    std::string precision;
+    DecodePrecision precision;
   };
   std::vector<Mode> modes = {{"greedy", 1, cfg.decode.batch_size, cfg.decode.precision},
                              {"beam", cfg.decode.beam_size, cfg.decode.batch_size, cfg.decode.precision}};
   // int8 beside the config's own precision: the same model, the same run (runtime/int8_gemm.h).
-  if (cfg.decode.precision != "int8") {
-    modes.push_back({"beam_int8", cfg.decode.beam_size, cfg.decode.batch_size, "int8"});
+  if (cfg.decode.precision != DecodePrecision::int8) {
+    modes.push_back({"beam_int8", cfg.decode.beam_size, cfg.decode.batch_size, DecodePrecision::int8});
   }
   if (o.baseline) modes.push_back({"beam_one_sentence", cfg.decode.beam_size, 1, cfg.decode.precision});
   if (o.decode_ceiling_only) modes.clear();
@@ -437,7 +437,7 @@ void BenchRun::decoding(const ModelArithmetic& arith, const MeanLengths& lengths
       const std::string hyp = dir + "/" + mode.name + ".hyp", stats_file = dir + "/" + mode.name + ".json";
       auto child = run_attnmt({"translate", "--model", model_dir, "--input", src, "--output", hyp,
                               "--beam-size", std::to_string(mode.beam), "--batch-size", std::to_string(mode.batch),
-                              "--threads", std::to_string(threads), "--precision", mode.precision,
+                              "--threads", std::to_string(threads), "--precision", name_string(mode.precision),
                               "--packed-weights", cfg.decode.packed_weights ? "true" : "false",
                               "--workers", std::to_string(cfg.decode.workers), "--shortlist",
                               cfg.decode.shortlist ? "true" : "false", "--stats", stats_file},
@@ -458,7 +458,7 @@ void BenchRun::decoding(const ModelArithmetic& arith, const MeanLengths& lengths
     // (counted per output token: rows that end early are not subtracted) and the encoder's.
     const double achieved = (decode_arith.step_flops_per_row * mode.beam * stats_of(inner_tok).median +
                              decode_arith.encoder_flops_per_sentence * stats_of(inner).median) / 1e9;
-    run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch}, {"precision", mode.precision},
+    run["decode"][mode.name] = {{"beam_size", mode.beam}, {"batch_size", mode.batch}, {"precision", name_string(mode.precision)},
                                 {"achieved_gflops", achieved},
                                 {"sentences_per_sec_process", to_json(stats_of(whole))},
                                 {"tokens_per_sec_process", to_json(stats_of(whole_tok))},
@@ -523,7 +523,7 @@ json run_bench(const BenchOptions& o) {
       BenchRun b{o, cfg, config_path, name, model_dir, "", resolve_threads(requested), {}, {}};
       b.phase = [&](const std::string& what) { bar.update(static_cast<int64_t>(c), {name + ": " + what}, "", true); };
       b.dir = (fs::path(work) / (name + ".t" + std::to_string(b.threads))).string();
-      b.run = {{"config", config_path}, {"name", name}, {"threads", b.threads}, {"precision", cfg.train.precision},
+      b.run = {{"config", config_path}, {"name", name}, {"threads", b.threads}, {"precision", name_string(cfg.train.precision)},
                {"shortlist", cfg.decode.shortlist}, {"attention", cfg.model.attention.type}, {"batch_size", cfg.train.batch_size}};
       b.prepare_dir();
       if (o.train) b.training();

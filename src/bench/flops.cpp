@@ -9,7 +9,7 @@ namespace attnmt {
 
 namespace {
 
-int64_t gate_count(const std::string& rnn) { return rnn == "lstm" ? 4 : 3; }
+int64_t gate_count(RnnType rnn) { return rnn == RnnType::lstm ? 4 : 3; }
 
 }  // namespace
 
@@ -67,7 +67,7 @@ ModelArithmetic model_arithmetic(const ModelConfig& model, int64_t target_vocab,
   // Decoder stack: layer 0's static input (target embeddings) for all steps in one product; its
   // dynamic input (input feeding h~, or Bahdanau's context) and every recurrent / upper-layer
   // input product once per step.
-  const bool luong = dec.style == "luong";
+  const bool luong = dec.style == DecoderStyle::luong;
   const int64_t dynamic = luong ? (dec.input_feeding ? Hd : 0) : M;
   add("decoder.embedding_projection", false, B * T, E, Gd, 1, BT);
   if (dynamic > 0) add("decoder.dynamic_input", false, B, dynamic, Gd, steps_tgt, Bd);

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "io/export.h"
+#include "util/error.h"
 #include "util/logging.h"
 
 namespace attnmt::cli {
@@ -23,7 +24,11 @@ void add_export_command(CLI::App& app, const GlobalOptions& global) {
                   "int8: matrices in int8 with a scale per row, decode.precision int8 (default) | fp32");
   cmd->callback([o, &global] {
     setup_logging(global.debug);
-    export_model_file(o->model, o->output, o->precision);
+    const auto precision = choice_named<DecodePrecision>(o->precision);
+    if (precision != DecodePrecision::int8 && precision != DecodePrecision::fp32) {
+      throw InputError("--precision: expected int8 or fp32, got '" + o->precision + "'");
+    }
+    export_model_file(o->model, o->output, *precision);
     const auto before = std::filesystem::is_directory(o->model) ? 0 : std::filesystem::file_size(o->model);
     const auto after = std::filesystem::file_size(o->output);
     if (before > 0) {

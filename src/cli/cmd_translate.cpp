@@ -65,7 +65,10 @@ LineGuides read_line_guides(const std::string& prefix_file, const std::string& c
   for (const auto& [flag, file] : {std::pair{"--prefix", &prefix_file}, std::pair{"--constraints", &constraints_file}}) {
     if (file->empty()) continue;
     if (dc.shortlist) throw InputError(std::string(flag) + ": not with decode.shortlist (its tokens may be outside the shortlist)");
-    if (dc.search_rules != "attnmt") throw InputError(std::string(flag) + ": not with decode.search_rules " + dc.search_rules + " (attnmt's rules only)");
+    if (dc.search_rules != SearchRules::attnmt) {
+      throw InputError(std::string(flag) + ": not with decode.search_rules " + name_string(dc.search_rules) +
+                       " (attnmt's rules only)");
+    }
     if (dc.sampling && file == &constraints_file) throw InputError("--constraints: not with decode.sampling (beam or greedy search only)");
   }
   if (!prefix_file.empty()) guides.prefixes = read_guide_lines("--prefix", prefix_file, input_lines);
@@ -212,7 +215,7 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
   const bool incremental = streaming.incremental && model.streams_source();
   spdlog::info("[decode] streaming, {}, {}: {} sentences, average lagging {:.2f} source subwords "
                "(full-sentence decoding waits for all {:.2f}), {:.1f} s",
-               wait_k > 0 ? fmt::format("wait-{} ({})", wait_k, wait_k_policy_name(policy))
+               wait_k > 0 ? fmt::format("wait-{} ({})", wait_k, name_of(policy))
                           : fmt::format("lookahead {}", lookahead),
                incremental ? "source read a token at a time" : "every source prefix encoded again", sentences,
                mean_lagging, mean_source, seconds);
@@ -228,7 +231,7 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
     const nlohmann::json j = {{"sentences", sentences},      {"target_tokens", target_tokens},
                               {"seconds", seconds},          {"streaming", true},
                               {"lookahead", lookahead},      {"wait_k", wait_k},
-                              {"wait_k_policy", wait_k > 0 ? wait_k_policy_name(policy) : ""},
+                              {"wait_k_policy", wait_k > 0 ? name_of(policy) : ""},
                               {"incremental", incremental},
                               {"average_lagging", mean_lagging},
                               {"mean_source_tokens", mean_source}, {"threads", torch::get_num_threads()},
@@ -331,9 +334,8 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
     throw InputError("--lookahead: not with decode.wait_k " + std::to_string(wait_k) +
                      " (wait-k reads by its own schedule; --set decode.wait_k=0 for the head's policy)");
   }
-  const WaitKPolicy policy = o.wait_k_policy.empty()
-                                 ? parse_wait_k_policy(dc.wait_k_policy, "decode.wait_k_policy")
-                                 : parse_wait_k_policy(o.wait_k_policy, "--wait-k-policy");
+  const WaitKPolicy policy =
+      o.wait_k_policy.empty() ? dc.wait_k_policy : parse_choice<WaitKPolicy>("--wait-k-policy", o.wait_k_policy);
   if (!o.wait_k_policy.empty() && wait_k == 0) {
     throw InputError("--wait-k-policy: only with wait-k (--wait-k K or decode.wait_k)");
   }
@@ -348,10 +350,10 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
     check_streaming(members, {o.prefix.empty() ? "" : "--prefix", o.constraints.empty() ? "" : "--constraints",
                               o.attention_out.empty() ? "" : "--attention-out", o.scores.empty() ? "" : "--scores",
                               dc.n_best > 1 ? "--n-best" : "", dc.sampling ? "--sampling" : "",
-                              dc.mbr != "none" ? "--mbr" : "",
+                              dc.mbr != MbrMetric::none ? "--mbr" : "",
                               dc.min_length > 0 ? "--min-length" : "",
                               dc.no_repeat_ngram_size > 0 ? "--no-repeat-ngram-size" : "",
-                              dc.search_rules != "attnmt" ? "--search-rules" : ""},
+                              dc.search_rules != SearchRules::attnmt ? "--search-rules" : ""},
                     wait_k);
   }
   const auto lines = read_lines(o.input.empty() ? "-" : o.input);
@@ -434,7 +436,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                   "read, the written tokens replayed; any model) or prefix (the decoder kept across reads, each step "
                   "attending to the source read by then: STACL's prefix-to-prefix; a unidirectional encoder); "
                   "overrides decode.wait_k_policy")
-      ->check(CLI::IsMember({"replay", "prefix"}));
+      ->check(CLI::IsMember(std::vector<std::string>(Choice<WaitKPolicy>::names.begin(), Choice<WaitKPolicy>::names.end())));
   cmd->add_flag("--reencode", o->reencode,
                 "--streaming: encode every source prefix again and replay the written tokens after each read, as for "
                 "a bidirectional encoder, instead of reading a unidirectional model's source a token at a time "

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "util/choices.h"
+
 namespace attnmt {
 
 struct CorpusConfig {
@@ -43,8 +45,8 @@ inline std::vector<CorpusConfig> training_corpora(const DataConfig& data) {
 struct TokenizerConfig {
   // sentencepiece: subword models trained on data.train (raw text in, raw text out);
   // none: the text is already tokenized, a token is a run of non-spaces (data/word_vocab.h)
-  std::string type = "sentencepiece";
-  std::string model_type = "bpe";      // bpe | unigram (sentencepiece)
+  TokenizerType type = TokenizerType::sentencepiece;
+  SubwordModel model_type = SubwordModel::bpe;  // bpe | unigram (sentencepiece)
   int vocab_size = 8000;               // per model (one shared model, or one per side)
   bool shared = true;                  // one model trained on both sides, or one per side
   double character_coverage = 1.0;     // SentencePiece --character_coverage
@@ -61,7 +63,7 @@ struct SelfAttentionConfig {
 };
 
 struct EncoderConfig {
-  std::string rnn = "lstm";   // lstm | gru
+  RnnType rnn = RnnType::lstm;  // lstm | gru
   bool bidirectional = true;  // forward and backward states are concatenated
   int layers = 2;
   int hidden_size = 256;      // per direction
@@ -76,8 +78,8 @@ struct EncoderConfig {
 };
 
 struct DecoderConfig {
-  std::string rnn = "lstm";     // lstm | gru
-  std::string style = "luong";  // luong (attention after the RNN step) | bahdanau (before)
+  RnnType rnn = RnnType::lstm;  // lstm | gru
+  DecoderStyle style = DecoderStyle::luong;  // luong (attention after the RNN step) | bahdanau (before)
   int layers = 2;
   int hidden_size = 256;
   bool input_feeding = true;    // luong style: feed the previous attentional state h~ to the RNN
@@ -98,7 +100,7 @@ struct DecoderConfig {
   //   tanh_bridge          h0 = c0 = tanh(W f + b), the same for every layer (Joey NMT's bridge)
   //   last                 h0 = c0 = f (its forward half when f is twice the decoder size; Joey NMT)
   //   zero                 h0 = c0 = 0
-  std::string init = "bridge";
+  DecoderInit init = DecoderInit::bridge;
   // The layer that makes the attentional hidden h~ (luong: W_c [c_t; s_t]): with a bias, and
   // through tanh or not (OpenNMT-py's mlp attention has a bias and no tanh; Joey NMT bias and tanh).
   bool combine_bias = false;
@@ -140,11 +142,11 @@ struct TrainConfig {
   int max_steps = 0;             // stop after this many updates (0 = no limit)
   int max_epochs = 0;            // stop after this many epochs (0 = no limit)
   double max_minutes = 0;        // stop after this much wall-clock training time, validation included (0 = no limit)
-  std::string optimizer = "adam";  // adam | sgd
+  Optimizer optimizer = Optimizer::adam;  // adam | sgd
   double learning_rate = 1e-3;
   double clip_norm = 5.0;        // global gradient-norm clipping (0 = off)
   double label_smoothing = 0.1;
-  std::string lr_schedule = "plateau";  // plateau | constant | inverse_sqrt | cosine
+  LrSchedule lr_schedule = LrSchedule::plateau;  // plateau | constant | inverse_sqrt | cosine
   int warmup_steps = 0;          // linear warm-up from 0 over the first N updates (every schedule; 0 = none)
   double lr_decay = 0.5;         // plateau: multiply the LR by this when valid does not improve
   int lr_patience = 1;           // plateau: validations without improvement before decaying
@@ -157,12 +159,12 @@ struct TrainConfig {
   // (model/seq2seq.h, Seq2SeqImpl::set_wait_k). 0: whole sentences.
   int wait_k = 0;
   int valid_every = 1000;        // validate every N updates (and at the end of each epoch)
-  std::string valid_metric = "bleu";  // bleu | ppl: what "best" and early stopping look at
+  ValidMetric valid_metric = ValidMetric::bleu;  // bleu | ppl: what "best" and early stopping look at
   int valid_beam_size = 1;       // beam size for valid BLEU (1 = greedy)
   int patience = 0;              // stop after N validations without improvement (0 = off)
   int keep_checkpoints = 3;      // keep the last K step checkpoints (plus best.pt)
   int report_every = 100;        // log a training line every N updates
-  std::string precision = "fp32";  // fp32 | bf16 (autocast: matrix products in bfloat16, weights fp32)
+  TrainPrecision precision = TrainPrecision::fp32;  // fp32 | bf16 (autocast: matrix products in bfloat16, weights fp32)
   // bf16 on a CPU without native bf16 products (no AVX512-BF16 or AMX, util/cpu_kernels.h) runs
   // them emulated, ~14x slower than fp32 on AVX2: `train` refuses it there unless this is true.
   bool allow_slow_bf16 = false;
@@ -177,7 +179,8 @@ struct DecodeConfig {
   double max_length_ratio = 2.0;  // hypotheses stop at ratio * source length + 5 tokens
   int batch_size = 64;            // sentences decoded together
   int workers = 0;                // batches decoded at once, a thread each (0 = one per thread on CPU)
-  std::string precision = "fp32";  // fp32 | bf16 (the encoder's and decoder step's products in bfloat16 on a CPU)
+  // fp32 | bf16 | int8 (the encoder's and decoder step's products) | auto (the fastest this CPU has)
+  DecodePrecision precision = DecodePrecision::fp32;
   bool packed_weights = true;      // CPU: the LSTM encoder's and decoder step's weights packed once for oneDNN (runtime/packed_linear.h)
   int n_best = 1;                 // hypotheses written per input line
   // Vocabulary shortlist (data/lexicon.h): a batch scores only the shortlist_first most frequent
@@ -205,7 +208,7 @@ struct DecodeConfig {
   // mbr_candidates of the beam, 0 = beam_size; sampling: mbr_candidates samples) are reordered by
   // their expected sentence BLEU or chrF against each other, the expectation weighted by the
   // model's probabilities (beam) or uniform (samples). none = off.
-  std::string mbr = "none";  // none | bleu | chrf
+  MbrMetric mbr = MbrMetric::none;  // none | bleu | chrf
   int mbr_candidates = 0;
   // Whose rules beam and greedy search follow (decoding/toolkit_search.h): attnmt's own, or
   // OpenNMT-py 2.3's, OpenNMT-py 3.x's or Joey NMT 2.3's, so that a model converted from one of
@@ -220,7 +223,7 @@ struct DecodeConfig {
   // log P / length^lenpen, eos counted), max_length and max_length_ratio its --max-len-b and
   // --max-len-a (at most int(a x source tokens with </s> + b) tokens before the eos), min_length
   // its --min-len, unk_penalty its --unkpen.
-  std::string search_rules = "attnmt";  // attnmt | opennmt | opennmt3 | joeynmt | fairseq
+  SearchRules search_rules = SearchRules::attnmt;  // attnmt | opennmt | opennmt3 | joeynmt | fairseq
   // opennmt / opennmt3 / joeynmt rules: the unknown word is never chosen (OpenNMT-py's ban_unk_token, Joey
   // NMT's generate_unk: false).
   bool ban_unk = false;
@@ -230,7 +233,7 @@ struct DecodeConfig {
   // gives one; 0 = the hard-attention head's policy.
   int wait_k = 0;
   // How wait-k decides each target token (decoding/streaming.h, WaitKPolicy): replay | prefix.
-  std::string wait_k_policy = "replay";
+  WaitKPolicy wait_k_policy = WaitKPolicy::replay;
 };
 
 // decode:'s defaults, for the decoding options that mirror them (decoding/search_types.h,
@@ -242,11 +245,11 @@ inline const DecodeConfig& decode_defaults() {
 
 // Data-parallel training (attnmt train --nproc N | --distributed): see train/distributed.h.
 struct DistributedConfig {
-  std::string backend = "auto";  // auto (nccl on cuda when built with it, else gloo) | gloo | nccl
+  DistBackend backend = DistBackend::automatic;  // auto (nccl on cuda when built with it, else gloo) | gloo | nccl
   double timeout = 1800;         // seconds a collective may wait for the other ranks before failing
   double join_timeout = 300;     // seconds the ranks wait for each other at the start (a host that never comes)
   double bucket_mb = 25;         // gradients are all-reduced in buckets of about this many MiB
-  std::string compress = "none";  // none | fp16: gradients travel as fp16, scaled (train/distributed.h)
+  GradCompress compress = GradCompress::none;  // none | fp16: gradients travel as fp16, scaled (train/distributed.h)
 };
 
 struct Config {
@@ -257,7 +260,7 @@ struct Config {
   DecodeConfig decode;
   DistributedConfig distributed;
   int threads = 0;            // intra-op threads (0 = number of cores)
-  std::string gemm = "auto";  // auto | onednn | blas: what runs fp32 matrix products on a CPU (runtime/gemm.h)
+  GemmBackend gemm = GemmBackend::automatic;  // auto | onednn | blas: what runs fp32 matrix products on a CPU (runtime/gemm.h)
   std::string device = "cpu"; // cpu | cuda | cuda:N
 };
 

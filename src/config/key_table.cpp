@@ -1,6 +1,7 @@
 #include "config/key_table.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -9,19 +10,29 @@ namespace attnmt::config_table {
 namespace {
 
 constexpr Rule any() { return {}; }
-constexpr Rule at_least(double lo, const char* note = nullptr) { return {Rule::kAtLeast, lo, 0, nullptr, note}; }
-constexpr Rule above(double lo, const char* note = nullptr) { return {Rule::kAbove, lo, 0, nullptr, note}; }
-constexpr Rule in_co(double lo, double hi, const char* note = nullptr) { return {Rule::kHalfOpen, lo, hi, nullptr, note}; }
-constexpr Rule in_oc(double lo, double hi) { return {Rule::kOpenClosed, lo, hi, nullptr, nullptr}; }
-constexpr Rule in_cc(double lo, double hi) { return {Rule::kClosed, lo, hi, nullptr, nullptr}; }
-constexpr Rule one_of(const char* choices) { return {Rule::kChoice, 0, 0, choices, nullptr}; }
+constexpr Rule at_least(double lo, const char* note = nullptr) { return {Rule::kAtLeast, lo, 0, nullptr, 0, note}; }
+constexpr Rule above(double lo, const char* note = nullptr) { return {Rule::kAbove, lo, 0, nullptr, 0, note}; }
+constexpr Rule in_co(double lo, double hi, const char* note = nullptr) { return {Rule::kHalfOpen, lo, hi, nullptr, 0, note}; }
+constexpr Rule in_oc(double lo, double hi) { return {Rule::kOpenClosed, lo, hi, nullptr, 0, nullptr}; }
+constexpr Rule in_cc(double lo, double hi) { return {Rule::kClosed, lo, hi, nullptr, 0, nullptr}; }
+template <size_t N>
+constexpr Rule one_of(const std::array<std::string_view, N>& names) {
+  return {Rule::kChoice, 0, 0, names.data(), N, nullptr};
+}
+// A key of enum type E (config/choices.h): its names.
+template <class E>
+constexpr Rule one_of() {
+  return one_of(Choice<E>::names);
+}
+// model.attention.score's names: the attention layer parses them (attention/score.h).
+constexpr std::array<std::string_view, 4> kScoreNames{"dot", "scaled_dot", "general", "concat"};
 
 constexpr KeyScope kTrain = KeyScope::train, kLoad = KeyScope::load, kCall = KeyScope::call;
 
 // The stringised member path *is* the key, so the two cannot drift apart.
 // clang-format off
 #define ATTNMT_FIELD(path) \
-  #path, [](Config& c) -> FieldRef { return &c.path; }, [](const Config& c) -> ConstFieldRef { return &c.path; }
+  #path, [](Config& c) { return field_ref(&c.path); }, [](const Config& c) { return const_field_ref(&c.path); }
 // clang-format on
 
 // In the order of config.h (config_to_yaml writes them in this order).
@@ -49,9 +60,9 @@ const Field kFields[] = {
     {ATTNMT_FIELD(data.tgt_bpe_dropout), kTrain, in_co(0, 1),
      "The same on the target side (what the decoder reads and predicts)", "as `data.src_bpe_dropout`"},
 
-    {ATTNMT_FIELD(tokenizer.type), kTrain, one_of("sentencepiece|none"),
+    {ATTNMT_FIELD(tokenizer.type), kTrain, one_of<TokenizerType>(),
      "`sentencepiece`: subword models learnt from the raw text"},
-    {ATTNMT_FIELD(tokenizer.model_type), kTrain, one_of("bpe|unigram"),
+    {ATTNMT_FIELD(tokenizer.model_type), kTrain, one_of<SubwordModel>(),
      "SentencePiece model type"},
     {ATTNMT_FIELD(tokenizer.vocab_size), kTrain, at_least(8),
      "Vocabulary size per model (the shared one, or each side's)"},
@@ -66,7 +77,7 @@ const Field kFields[] = {
 
     {ATTNMT_FIELD(model.embedding_size), kTrain, above(0),
      "Size of the source and target word embeddings"},
-    {ATTNMT_FIELD(model.encoder.rnn), kTrain, one_of("lstm|gru"),
+    {ATTNMT_FIELD(model.encoder.rnn), kTrain, one_of<RnnType>(),
      "The encoder's recurrent cell"},
     {ATTNMT_FIELD(model.encoder.bidirectional), kTrain, any(),
      "Forward and backward states are concatenated"},
@@ -86,9 +97,9 @@ const Field kFields[] = {
      "Dropout on each block's attention output before the residual sum"},
     {ATTNMT_FIELD(model.encoder.embedding_size), kTrain, at_least(0, "0 = model.embedding_size"),
      "Size of the source embeddings"},
-    {ATTNMT_FIELD(model.decoder.rnn), kTrain, one_of("lstm|gru"),
+    {ATTNMT_FIELD(model.decoder.rnn), kTrain, one_of<RnnType>(),
      "The decoder's recurrent cell"},
-    {ATTNMT_FIELD(model.decoder.style), kTrain, one_of("luong|bahdanau"),
+    {ATTNMT_FIELD(model.decoder.style), kTrain, one_of<DecoderStyle>(),
      "`luong`: attention after the RNN step; `bahdanau`: before it"},
     {ATTNMT_FIELD(model.decoder.layers), kTrain, above(0),
      "Number of stacked RNN layers of the decoder"},
@@ -102,7 +113,7 @@ const Field kFields[] = {
      "The same for the target tokens fed to the decoder (Marian's `dropout-trg`)"},
     {ATTNMT_FIELD(model.decoder.self_attention), kTrain, any(),
      "Intra-decoder attention (Paulus et al. 2017, 2.2)"},
-    {ATTNMT_FIELD(model.decoder.init), kTrain, one_of("bridge|encoder|encoder_relu_bridge|encoder_linear|tanh_bridge|last|zero"),
+    {ATTNMT_FIELD(model.decoder.init), kTrain, one_of<DecoderInit>(),
      "The decoder's initial state"},
     {ATTNMT_FIELD(model.decoder.combine_bias), kTrain, any(),
      "The layer that makes h~_t has a bias (OpenNMT-py's `mlp` attention, Joey NMT)"},
@@ -114,7 +125,7 @@ const Field kFields[] = {
      "Size of the tanh layer of additive / concat scores"},
     {ATTNMT_FIELD(model.attention.window), kTrain, at_least(1),
      "`local_m` / `local_p`: half-width D of the window"},
-    {ATTNMT_FIELD(model.attention.score), kTrain, one_of("dot|scaled_dot|general|concat"),
+    {ATTNMT_FIELD(model.attention.score), kTrain, one_of(kScoreNames),
      "Score function of `local_m`, `local_p` (inside the window), `forced_forward`, `key_value`, `area`, `hard`, `forward`"},
     {ATTNMT_FIELD(model.attention.max_positions), kTrain, at_least(1),
      "`luong_location`: source positions with a row of their own in W_a"},
@@ -153,7 +164,7 @@ const Field kFields[] = {
      "Stop after this many epochs"},
     {ATTNMT_FIELD(train.max_minutes), kTrain, at_least(0, "0 = no limit"),
      "Stop after this much wall-clock training time in minutes, validations included"},
-    {ATTNMT_FIELD(train.optimizer), kTrain, one_of("adam|sgd"),
+    {ATTNMT_FIELD(train.optimizer), kTrain, one_of<Optimizer>(),
      "Optimiser"},
     {ATTNMT_FIELD(train.learning_rate), kTrain, above(0),
      "Initial learning rate"},
@@ -161,7 +172,7 @@ const Field kFields[] = {
      "Global gradient-norm clipping"},
     {ATTNMT_FIELD(train.label_smoothing), kTrain, in_co(0, 1),
      "Label smoothing of the cross-entropy loss"},
-    {ATTNMT_FIELD(train.lr_schedule), kTrain, one_of("plateau|constant|inverse_sqrt|cosine"),
+    {ATTNMT_FIELD(train.lr_schedule), kTrain, one_of<LrSchedule>(),
      "Learning-rate schedule"},
     {ATTNMT_FIELD(train.warmup_steps), kTrain, at_least(0, "0 = none"),
      "Linear warm-up over the first N updates"},
@@ -179,7 +190,7 @@ const Field kFields[] = {
      "> 0: prefix-to-prefix training (STACL's wait-k): target step t attends to the first k + t - 1 source tokens and the decoder starts from the first k, as `translate --streaming --wait-k-policy prefix` decodes"},
     {ATTNMT_FIELD(train.valid_every), kTrain, above(0),
      "Validate every N updates (and at the end of each epoch)"},
-    {ATTNMT_FIELD(train.valid_metric), kTrain, one_of("bleu|ppl"),
+    {ATTNMT_FIELD(train.valid_metric), kTrain, one_of<ValidMetric>(),
      "What \"best\" and early stopping look at"},
     {ATTNMT_FIELD(train.valid_beam_size), kTrain, at_least(1),
      "Beam size for validation BLEU (1 = greedy)"},
@@ -189,7 +200,7 @@ const Field kFields[] = {
      "Keep the last K step checkpoints (plus `best.pt`)"},
     {ATTNMT_FIELD(train.report_every), kTrain, at_least(1),
      "Log a training line every N updates"},
-    {ATTNMT_FIELD(train.precision), kTrain, one_of("fp32|bf16"),
+    {ATTNMT_FIELD(train.precision), kTrain, one_of<TrainPrecision>(),
      "`bf16`: CPU autocast, matrix products in bfloat16"},
     {ATTNMT_FIELD(train.allow_slow_bf16), kTrain, any(),
      "Train in bf16 even on a CPU without native bf16 products"},
@@ -210,7 +221,7 @@ const Field kFields[] = {
      "Sentences decoded together"},
     {ATTNMT_FIELD(decode.workers), kLoad, at_least(0, "0 = one per thread on a CPU"),
      "Batches decoded at once, each by a thread of its own"},
-    {ATTNMT_FIELD(decode.precision), kLoad, one_of("fp32|bf16|int8|auto"),
+    {ATTNMT_FIELD(decode.precision), kLoad, one_of<DecodePrecision>(),
      "The encoder's and decoder step's matrix products in fp32, bfloat16 or int8; auto: the fastest this CPU has (int8 from AVX2 up)"},
     {ATTNMT_FIELD(decode.packed_weights), kLoad, any(),
      "CPU: the LSTM encoder's and decoder step's weights packed once for oneDNN"},
@@ -240,11 +251,11 @@ const Field kFields[] = {
      "Sampling: epsilon sampling (Hewitt et al., 2022)"},
     {ATTNMT_FIELD(decode.seed), kCall, any(),
      "Sampling: the seed"},
-    {ATTNMT_FIELD(decode.mbr), kCall, one_of("none|bleu|chrf"),
+    {ATTNMT_FIELD(decode.mbr), kCall, one_of<MbrMetric>(),
      "Minimum Bayes risk decoding"},
     {ATTNMT_FIELD(decode.mbr_candidates), kCall, any(),
      "With `decode.mbr`: the hypotheses compared: the best N of the beam, or N samples", "beam search: 0 .. `decode.beam_size` (0 = the whole beam); sampling: >= 2"},
-    {ATTNMT_FIELD(decode.search_rules), kCall, one_of("attnmt|opennmt|opennmt3|joeynmt|fairseq"),
+    {ATTNMT_FIELD(decode.search_rules), kCall, one_of<SearchRules>(),
      "Whose rules beam and greedy search follow"},
     {ATTNMT_FIELD(decode.ban_unk), kCall, any(),
      "`<unk>` is never generated", "`false` unless `decode.search_rules` is `opennmt`, `opennmt3` or `joeynmt`"},
@@ -252,10 +263,10 @@ const Field kFields[] = {
      "Subtracted from `<unk>`'s log-probability at every step (fairseq's `--unkpen`)", "0 unless `decode.search_rules` is `fairseq`"},
     {ATTNMT_FIELD(decode.wait_k), kLoad, at_least(0, "0 = the hard-attention head's policy"),
      "`translate --streaming`: the wait-k policy, read k source tokens, then write one and read one in turn (`--wait-k` overrides)"},
-    {ATTNMT_FIELD(decode.wait_k_policy), kLoad, one_of("replay|prefix"),
+    {ATTNMT_FIELD(decode.wait_k_policy), kLoad, one_of<WaitKPolicy>(),
      "wait-k: `replay` restarts the decoder over the longer source prefix after each read and replays the written tokens (any model); `prefix` keeps the decoder across reads, each step attending to the source read by then (STACL's prefix-to-prefix; a unidirectional encoder)"},
 
-    {ATTNMT_FIELD(distributed.backend), kTrain, one_of("auto|gloo|nccl"),
+    {ATTNMT_FIELD(distributed.backend), kTrain, one_of<DistBackend>(),
      "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},
     {ATTNMT_FIELD(distributed.timeout), kTrain, above(0, "seconds"),
      "Seconds a collective waits for the other ranks before failing"},
@@ -263,7 +274,7 @@ const Field kFields[] = {
      "Seconds the ranks wait for each other at the start before failing, naming the ranks that did not come"},
     {ATTNMT_FIELD(distributed.bucket_mb), kTrain, above(0),
      "Gradients are all-reduced in buckets of about this many MiB"},
-    {ATTNMT_FIELD(distributed.compress), kTrain, one_of("none|fp16"),
+    {ATTNMT_FIELD(distributed.compress), kTrain, one_of<GradCompress>(),
      "`fp16`: the gradients are all-reduced as fp16, half the bytes on the wire, scaled by a power of two "
      "that puts the largest at 2^14 / ranks (one more all-reduce of a number); `none`: fp32, exact. "
      "Gloo cannot reduce bf16 ([training.md](training.md#gradient-compression))"},
@@ -271,7 +282,7 @@ const Field kFields[] = {
     {ATTNMT_FIELD(threads), kLoad, at_least(0, "0 = number of cores"),
      "Intra-op threads"},
 
-    {ATTNMT_FIELD(gemm), kLoad, one_of("auto|onednn|blas"),
+    {ATTNMT_FIELD(gemm), kLoad, one_of<GemmBackend>(),
      "What runs LibTorch's fp32 matrix products on a CPU"},
 
     {ATTNMT_FIELD(device), kLoad, any(),
@@ -398,13 +409,7 @@ std::string bound_text(double v) {
 }  // namespace
 
 std::vector<std::string> choices_of(const Rule& rule) {
-  std::vector<std::string> out;
-  for (std::string_view rest = rule.choices; !rest.empty();) {
-    const size_t bar = std::min(rest.find('|'), rest.size());
-    out.emplace_back(rest.substr(0, bar));
-    rest.remove_prefix(std::min(bar + 1, rest.size()));
-  }
-  return out;
+  return {rule.choices, rule.choices + rule.choice_count};
 }
 
 std::string rule_text(const Rule& rule, bool markdown) {
@@ -417,10 +422,11 @@ std::string rule_text(const Rule& rule, bool markdown) {
     case Rule::kOpenClosed: text = "in (" + bound_text(rule.lo) + ", " + bound_text(rule.hi) + "]"; break;
     case Rule::kClosed: text = "in [" + bound_text(rule.lo) + ", " + bound_text(rule.hi) + "]"; break;
     case Rule::kChoice:
-      for (const auto& choice : choices_of(rule)) {
-        text += (text.empty() ? "" : ", ") + (markdown ? "`" + choice + "`" : choice);
+      if (!markdown) {
+        text = choices_text(rule.choices, rule.choice_count);
+        break;
       }
-      if (!markdown) text = "one of {" + text + "}";
+      for (const auto& choice : choices_of(rule)) text += (text.empty() ? "`" : ", `") + choice + "`";
       break;
   }
   if (rule.note) text += std::string(" (") + rule.note + ")";

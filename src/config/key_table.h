@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -19,16 +20,60 @@
 
 namespace attnmt::config_table {
 
-using FieldRef = std::variant<int*, std::uint64_t*, double*, bool*, std::string*>;
-using ConstFieldRef = std::variant<const int*, const std::uint64_t*, const double*, const bool*, const std::string*>;
+// A member of one of config/choices.h's enums, read and set as its index among the enum's names.
+struct ChoiceAccess {
+  const std::string_view* names;  // Choice<E>::names
+  size_t count;
+  size_t (*get)(const void* member);
+  void (*set)(void* member, size_t index);
+};
+template <class E>
+inline constexpr ChoiceAccess kChoiceAccess{
+    Choice<E>::names.data(), Choice<E>::names.size(),
+    [](const void* m) { return static_cast<size_t>(*static_cast<const E*>(m)); },
+    [](void* m, size_t i) { *static_cast<E*>(m) = static_cast<E>(i); }};
+struct ChoiceRef {
+  void* member;
+  const ChoiceAccess* access;
+  std::string_view name() const { return access->names[access->get(member)]; }
+};
+struct ConstChoiceRef {
+  const void* member;
+  const ChoiceAccess* access;
+  std::string_view name() const { return access->names[access->get(member)]; }
+};
 
-// The values a key takes on its own: validate_config checks them, the "Allowed" column of
-// docs/config.md shows them. Rules between keys are code (validate_config, after the table's
-// checks) and the entry's `also` says them in words. Every number must be finite.
+using FieldRef = std::variant<int*, std::uint64_t*, double*, bool*, std::string*, ChoiceRef>;
+using ConstFieldRef =
+    std::variant<const int*, const std::uint64_t*, const double*, const bool*, const std::string*, ConstChoiceRef>;
+
+// A member as a FieldRef (the key table's entries are made of these).
+template <class T>
+FieldRef field_ref(T* member) {
+  if constexpr (std::is_enum_v<T>) {
+    return ChoiceRef{member, &kChoiceAccess<T>};
+  } else {
+    return member;
+  }
+}
+template <class T>
+ConstFieldRef const_field_ref(const T* member) {
+  if constexpr (std::is_enum_v<T>) {
+    return ConstChoiceRef{member, &kChoiceAccess<T>};
+  } else {
+    return member;
+  }
+}
+
+// The values a key takes on its own: validate_config checks numbers against them, the YAML reader
+// a choice's name (a key of an enum type takes its enum's names), the "Allowed" column of
+// docs/config.md shows them. Rules between keys are validate.cpp's table (checked after these)
+// and the entry's `also` says them in words. Every number must be finite.
 struct Rule {
   enum Kind { kAny, kAtLeast, kAbove, kHalfOpen, kOpenClosed, kClosed, kChoice } kind = kAny;
   double lo = 0, hi = 0;
-  const char* choices = nullptr;  // kChoice: "adam|sgd"
+  const std::string_view* choices = nullptr;  // kChoice: the names (an enum's Choice<E>::names)
+  size_t choice_count = 0;
   const char* note = nullptr;     // what a special value means, "0 = off": shown in parentheses
 };
 struct Field {
@@ -66,6 +111,10 @@ std::vector<std::string> choices_of(const Rule& rule);
 std::string rule_text(const Rule& rule, bool markdown);
 // Whether a number keeps the rule (finite, within its bounds).
 bool within(const Rule& rule, double v);
+
+// Why a choice key refuses `name`: "<key> must be one of {...}, got '<name>'" (or a hint for a
+// name that belongs elsewhere, as int8 for train.precision). validate.cpp.
+std::string choice_refusal(const Field& field, const std::string& name);
 
 // "key=value", the value written as a YAML scalar, as an override reads it back (yaml_io.cpp).
 std::string setting(const Field& f, const Config& config);

@@ -24,16 +24,17 @@ namespace {
   throw InputError(key + " must be " + what + ", got " + got);
 }
 
-void check_int(bool ok, const char* key, const char* what, long long value) {
-  if (!ok) invalid(key, what, std::to_string(value));
-}
-
 // The field's value against its rule: "<key> must be <rule>, got <value>".
 void check_rule(const Config& config, const Field& field) {
   const Rule& rule = field.rule;
   if (rule.kind == Rule::kAny) return;
   const ConstFieldRef ref = field.cref(config);
-  if (auto* s = std::get_if<const std::string*>(&ref)) {
+  if (auto* c = std::get_if<ConstChoiceRef>(&ref)) {
+    // The YAML reader took the name from the enum's names; the rule must list the same ones.
+    if (rule.kind != Rule::kChoice || rule.choices != c->access->names) {
+      throw std::logic_error(std::string("config key table: ") + field.key + "'s rule is not its enum's names");
+    }
+  } else if (auto* s = std::get_if<const std::string*>(&ref)) {
     const auto choices = choices_of(rule);
     if (std::find(choices.begin(), choices.end(), **s) == choices.end()) {
       invalid(field.key, rule_text(rule, false), in_quotes(**s));
@@ -65,144 +66,218 @@ void check_readable(const std::string& key, const std::string& path) {
   std::fclose(file);
 }
 
+// A rule between keys: `key`'s value is refused when `broken`, with "<key> must be <must>, got <got>".
+// In the order they are checked (the first broken one is reported); the key table's `also` says
+// each in words.
+struct BetweenKeys {
+  const char* key;
+  bool (*broken)(const Config& c);
+  std::string (*must)(const Config& c);
+  std::string (*got)(const Config& c);
+};
+
+int encoder_output_size(const ModelConfig& m) { return m.encoder.hidden_size * (m.encoder.bidirectional ? 2 : 1); }
+// Layer l of the decoder starts from encoder layer l's final state (model/decoder.h).
+bool init_from_encoder_layers(DecoderInit init) {
+  return init == DecoderInit::encoder || init == DecoderInit::encoder_relu_bridge || init == DecoderInit::encoder_linear;
+}
+bool sentencepiece_bpe(const TokenizerConfig& t) {
+  return t.type == TokenizerType::sentencepiece && t.model_type == SubwordModel::bpe;
+}
+bool toolkit_rules(const DecodeConfig& d) { return d.search_rules != SearchRules::attnmt; }
+bool opennmt_rules(const DecodeConfig& d) {
+  return d.search_rules == SearchRules::opennmt || d.search_rules == SearchRules::opennmt3;
+}
+std::string with_rules(const DecodeConfig& d) { return " with decode.search_rules: " + name_string(d.search_rules); }
+std::string text(const std::string& s) { return in_quotes(s); }
+std::string number(double v) { return format_double(v); }
+std::string integer(long long v) { return std::to_string(v); }
+std::string yes(const Config&) { return "true"; }
+
+const BetweenKeys kBetweenKeys[] = {
+    {"tokenizer.user_defined_symbols",
+     [](const Config& c) { return !c.tokenizer.user_defined_symbols.empty() && c.tokenizer.type != TokenizerType::sentencepiece; },
+     [](const Config&) -> std::string { return "empty with tokenizer.type none (it is a SentencePiece option)"; },
+     [](const Config& c) { return text(c.tokenizer.user_defined_symbols); }},
+    {"tokenizer.user_defined_symbols",
+     [](const Config& c) { return c.tokenizer.user_defined_symbols.find_first_of(" \t") != std::string::npos; },
+     [](const Config&) -> std::string { return "comma-separated pieces without spaces"; },
+     [](const Config& c) { return text(c.tokenizer.user_defined_symbols); }},
+    {"data.src_bpe_dropout",
+     [](const Config& c) { return c.data.src_bpe_dropout > 0 && !sentencepiece_bpe(c.tokenizer); },
+     [](const Config&) -> std::string {
+       return "0 unless tokenizer.type is sentencepiece and tokenizer.model_type bpe (it drops BPE merges)";
+     },
+     [](const Config& c) { return number(c.data.src_bpe_dropout); }},
+    {"data.tgt_bpe_dropout",
+     [](const Config& c) { return c.data.tgt_bpe_dropout > 0 && !sentencepiece_bpe(c.tokenizer); },
+     [](const Config&) -> std::string {
+       return "0 unless tokenizer.type is sentencepiece and tokenizer.model_type bpe (it drops BPE merges)";
+     },
+     [](const Config& c) { return number(c.data.tgt_bpe_dropout); }},
+    // Two tokenizers give the same id to different pieces: one matrix would mix them.
+    {"model.share_embeddings", [](const Config& c) { return c.model.share_embeddings && !c.tokenizer.shared; },
+     [](const Config&) -> std::string { return "false unless tokenizer.shared is true (one vocabulary for both sides)"; },
+     yes},
+    {"model.encoder.self_attention.heads",
+     [](const Config& c) {
+       const auto& sa = c.model.encoder.self_attention;
+       return sa.layers > 0 && encoder_output_size(c.model) % sa.heads != 0;
+     },
+     [](const Config& c) {
+       return "a divisor of the encoder's output size " + integer(encoder_output_size(c.model)) +
+              " (hidden_size x directions)";
+     },
+     [](const Config& c) { return integer(c.model.encoder.self_attention.heads); }},
+    // The stacks must match in depth and cell, and in width unless a projection (encoder_linear)
+    // maps one onto the other.
+    {"model.decoder.init",
+     [](const Config& c) {
+       const ModelConfig& m = c.model;
+       if (!init_from_encoder_layers(m.decoder.init)) return false;
+       const bool width = m.decoder.init == DecoderInit::encoder_linear || encoder_output_size(m) == m.decoder.hidden_size;
+       return m.encoder.layers != m.decoder.layers || !width || m.encoder.rnn != m.decoder.rnn;
+     },
+     [](const Config& c) {
+       const DecoderConfig& d = c.model.decoder;
+       return "not '" + name_string(d.init) + "' unless the encoder has the decoder's layers (" + integer(d.layers) +
+              "), cell (" + name_string(d.rnn) + ") and output size (" + integer(d.hidden_size) + ")";
+     },
+     [](const Config& c) { return name_string(c.model.decoder.init); }},
+    {"model.decoder.init",
+     [](const Config& c) {
+       const int out = encoder_output_size(c.model), h = c.model.decoder.hidden_size;
+       return c.model.decoder.init == DecoderInit::last && out != h && out != 2 * h;
+     },
+     [](const Config& c) {
+       return "not 'last' unless the encoder's output size (" + integer(encoder_output_size(c.model)) +
+              ") is the decoder's hidden size or twice it";
+     },
+     [](const Config&) -> std::string { return "last"; }},
+    // The name itself, the coverage and the dropout rules are the attention registry's (it knows the variants).
+    {"model.attention.type", [](const Config& c) { return c.model.attention.type.empty(); },
+     [](const Config&) -> std::string { return "set (an attention name)"; },
+     [](const Config&) -> std::string { return "''"; }},
+
+    {"train.warmup_steps",
+     [](const Config& c) { return c.train.lr_schedule == LrSchedule::inverse_sqrt && c.train.warmup_steps == 0; },
+     [](const Config&) -> std::string { return "> 0 with train.lr_schedule: inverse_sqrt (lr * sqrt(warmup / step))"; },
+     [](const Config&) -> std::string { return "0"; }},
+    {"train.max_steps", [](const Config& c) { return c.train.lr_schedule == LrSchedule::cosine && c.train.max_steps == 0; },
+     [](const Config&) -> std::string { return "> 0 with train.lr_schedule: cosine (the cosine ends at it)"; },
+     [](const Config&) -> std::string { return "0"; }},
+    {"train.min_learning_rate",
+     [](const Config& c) {
+       return c.train.lr_schedule == LrSchedule::cosine && c.train.min_learning_rate > c.train.learning_rate;
+     },
+     [](const Config&) -> std::string { return "<= train.learning_rate with train.lr_schedule: cosine"; },
+     [](const Config& c) { return number(c.train.min_learning_rate); }},
+
+    // Sampling's n_best counts samples, not beams.
+    {"decode.n_best", [](const Config& c) { return c.decode.sampling && c.decode.n_best < 1; },
+     [](const Config&) -> std::string { return ">= 1"; }, [](const Config& c) { return integer(c.decode.n_best); }},
+    {"decode.n_best",
+     [](const Config& c) { return !c.decode.sampling && (c.decode.n_best < 1 || c.decode.n_best > c.decode.beam_size); },
+     [](const Config& c) { return "in [1, decode.beam_size=" + integer(c.decode.beam_size) + "]"; },
+     [](const Config& c) { return integer(c.decode.n_best); }},
+    {"decode.min_length",
+     [](const Config& c) { return c.decode.max_length > 0 && c.decode.min_length > c.decode.max_length; },
+     [](const Config& c) { return "<= decode.max_length=" + integer(c.decode.max_length); },
+     [](const Config& c) { return integer(c.decode.min_length); }},
+    {"decode.mbr_candidates",
+     [](const Config& c) { return c.decode.mbr != MbrMetric::none && c.decode.sampling && c.decode.mbr_candidates < 2; },
+     [](const Config&) -> std::string { return ">= 2 (the samples compared) with decode.sampling"; },
+     [](const Config& c) { return integer(c.decode.mbr_candidates); }},
+    {"decode.mbr_candidates",
+     [](const Config& c) {
+       const DecodeConfig& d = c.decode;
+       return d.mbr != MbrMetric::none && !d.sampling && (d.mbr_candidates < 0 || d.mbr_candidates > d.beam_size);
+     },
+     [](const Config& c) {
+       return "in [0, decode.beam_size=" + integer(c.decode.beam_size) + "] (0 = the whole beam)";
+     },
+     [](const Config& c) { return integer(c.decode.mbr_candidates); }},
+    {"decode.n_best",
+     [](const Config& c) {
+       const DecodeConfig& d = c.decode;
+       return d.mbr != MbrMetric::none && d.n_best > mbr_candidate_count(d.sampling, d.mbr_candidates, d.beam_size);
+     },
+     [](const Config& c) {
+       const DecodeConfig& d = c.decode;
+       return "<= the hypotheses MBR compares (" +
+              integer(mbr_candidate_count(d.sampling, d.mbr_candidates, d.beam_size)) + ", decode.mbr_candidates)";
+     },
+     [](const Config& c) { return integer(c.decode.n_best); }},
+    // fairseq's --max-len-a is 0 by default; every other rule's ratio limit needs a positive ratio.
+    {"decode.max_length_ratio",
+     [](const Config& c) { return c.decode.search_rules != SearchRules::fairseq && !(c.decode.max_length_ratio > 0); },
+     [](const Config& c) { return "> 0" + with_rules(c.decode) + " (0 only with fairseq)"; },
+     [](const Config& c) { return number(c.decode.max_length_ratio); }},
+    {"decode.unk_penalty",
+     [](const Config& c) { return c.decode.search_rules != SearchRules::fairseq && c.decode.unk_penalty != 0; },
+     [](const Config& c) { return "0" + with_rules(c.decode) + " (a rule of fairseq)"; },
+     [](const Config& c) { return number(c.decode.unk_penalty); }},
+    {"decode.ban_unk", [](const Config& c) { return c.decode.search_rules == SearchRules::fairseq && c.decode.ban_unk; },
+     [](const Config&) -> std::string { return "false with decode.search_rules: fairseq (its --unkpen is decode.unk_penalty)"; },
+     yes},
+    {"decode.max_length",
+     [](const Config& c) {
+       const DecodeConfig& d = c.decode;
+       return d.search_rules == SearchRules::fairseq && !(d.max_length > 0 || d.max_length_ratio > 0);
+     },
+     [](const Config&) -> std::string {
+       return "> 0, or decode.max_length_ratio > 0, with decode.search_rules: fairseq (its --max-len-b and --max-len-a)";
+     },
+     [](const Config& c) { return integer(c.decode.max_length); }},
+    {"decode.ban_unk", [](const Config& c) { return !toolkit_rules(c.decode) && c.decode.ban_unk; },
+     [](const Config&) -> std::string {
+       return "false with decode.search_rules: attnmt (a rule of opennmt, opennmt3 and joeynmt)";
+     },
+     yes},
+    // joeynmt: 0 = Joey NMT's own default (decoding/toolkit_search.h).
+    {"decode.max_length", [](const Config& c) { return opennmt_rules(c.decode) && c.decode.max_length <= 0; },
+     [](const Config& c) {
+       return "> 0" + with_rules(c.decode) +
+              (c.decode.search_rules == SearchRules::opennmt ? " (the toolkit's max_length, its only length limit)"
+                                                             : " (the toolkit's max_length)");
+     },
+     [](const Config& c) { return integer(c.decode.max_length); }},
+    // What the toolkits' rules (decoding/toolkit_search.h) do not do.
+    {"decode.sampling", [](const Config& c) { return toolkit_rules(c.decode) && c.decode.sampling; },
+     [](const Config& c) { return "false" + with_rules(c.decode) + " (attnmt's rules only)"; }, yes},
+    {"decode.shortlist", [](const Config& c) { return toolkit_rules(c.decode) && c.decode.shortlist; },
+     [](const Config& c) { return "false" + with_rules(c.decode) + " (attnmt's rules only)"; }, yes},
+    {"decode.coverage_penalty", [](const Config& c) { return toolkit_rules(c.decode) && c.decode.coverage_penalty != 0; },
+     [](const Config& c) { return "0" + with_rules(c.decode) + " (attnmt's rules only)"; },
+     [](const Config& c) { return number(c.decode.coverage_penalty); }},
+    {"decode.no_repeat_ngram_size",
+     [](const Config& c) { return toolkit_rules(c.decode) && c.decode.no_repeat_ngram_size != 0; },
+     [](const Config& c) { return "0" + with_rules(c.decode) + " (attnmt's rules only)"; },
+     [](const Config& c) { return integer(c.decode.no_repeat_ngram_size); }},
+    {"decode.mbr", [](const Config& c) { return toolkit_rules(c.decode) && c.decode.mbr != MbrMetric::none; },
+     [](const Config& c) { return "none" + with_rules(c.decode) + " (attnmt's rules only)"; },
+     [](const Config& c) { return text(name_string(c.decode.mbr)); }},
+
+    {"device", [](const Config& c) { return !is_device(c.device); },
+     [](const Config&) -> std::string { return "cpu, cuda or cuda:N"; },
+     [](const Config& c) { return text(c.device); }},
+};
+
 }  // namespace
 
+std::string config_table::choice_refusal(const Field& field, const std::string& name) {
+  if (std::string_view(field.key) == "train.precision" && name == "int8") {
+    return "train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision int8); "
+           "training takes fp32 or bf16";
+  }
+  return std::string(field.key) + " must be " + rule_text(field.rule, false) + ", got " + in_quotes(name);
+}
+
 void validate_config(const Config& config) {
-  // Before the table's rule, which would only list fp32 and bf16.
-  if (config.train.precision == "int8") {
-    throw InputError("train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision "
-                     "int8); training takes fp32 or bf16");
-  }
   for (const Field& f : fields()) check_rule(config, f);
-
-  // The rules between keys (the table's `also` says them in words).
-  const Config& c = config;
-  const TokenizerConfig& tok = c.tokenizer;
-  if (!tok.user_defined_symbols.empty() && tok.type != "sentencepiece") {
-    invalid("tokenizer.user_defined_symbols", "empty with tokenizer.type none (it is a SentencePiece option)",
-            in_quotes(tok.user_defined_symbols));
+  for (const BetweenKeys& rule : kBetweenKeys) {
+    if (rule.broken(config)) invalid(rule.key, rule.must(config), rule.got(config));
   }
-  if (tok.user_defined_symbols.find_first_of(" \t") != std::string::npos) {
-    invalid("tokenizer.user_defined_symbols", "comma-separated pieces without spaces", in_quotes(tok.user_defined_symbols));
-  }
-  for (const auto& [key, p] : {std::pair<const char*, double>{"data.src_bpe_dropout", c.data.src_bpe_dropout},
-                                {"data.tgt_bpe_dropout", c.data.tgt_bpe_dropout}}) {
-    if (p > 0 && (tok.type != "sentencepiece" || tok.model_type != "bpe")) {
-      invalid(key, "0 unless tokenizer.type is sentencepiece and tokenizer.model_type bpe (it drops BPE merges)",
-              format_double(p));
-    }
-  }
-
-  const ModelConfig& m = c.model;
-  if (m.share_embeddings && !tok.shared) {
-    // Two tokenizers give the same id to different pieces: one matrix would mix them.
-    invalid("model.share_embeddings", "false unless tokenizer.shared is true (one vocabulary for both sides)", "true");
-  }
-  const SelfAttentionConfig& sa = m.encoder.self_attention;
-  const int encoder_out = m.encoder.hidden_size * (m.encoder.bidirectional ? 2 : 1);
-  if (sa.layers > 0 && encoder_out % sa.heads != 0) {
-    invalid("model.encoder.self_attention.heads",
-            "a divisor of the encoder's output size " + std::to_string(encoder_out) + " (hidden_size x directions)",
-            std::to_string(sa.heads));
-  }
-  if (m.decoder.init == "encoder" || m.decoder.init == "encoder_relu_bridge" || m.decoder.init == "encoder_linear") {
-    // Layer l starts from encoder layer l's final state: the stacks must match in depth and cell,
-    // and in width unless a projection (encoder_linear) maps one onto the other.
-    const bool width = m.decoder.init == "encoder_linear" || encoder_out == m.decoder.hidden_size;
-    if (m.encoder.layers != m.decoder.layers || !width || m.encoder.rnn != m.decoder.rnn) {
-      invalid("model.decoder.init",
-              "not '" + m.decoder.init + "' unless the encoder has the decoder's layers (" +
-                  std::to_string(m.decoder.layers) + "), cell (" + m.decoder.rnn + ") and output size (" +
-                  std::to_string(m.decoder.hidden_size) + ")",
-              m.decoder.init);
-    }
-  }
-  if (m.decoder.init == "last" && encoder_out != m.decoder.hidden_size && encoder_out != 2 * m.decoder.hidden_size) {
-    invalid("model.decoder.init",
-            "not 'last' unless the encoder's output size (" + std::to_string(encoder_out) +
-                ") is the decoder's hidden size or twice it",
-            "last");
-  }
-  // The name itself, the coverage and the dropout rules are the attention registry's (it knows the variants).
-  if (m.attention.type.empty()) invalid("model.attention.type", "set (an attention name)", "''");
-
-  const TrainConfig& t = c.train;
-  if (t.lr_schedule == "inverse_sqrt" && t.warmup_steps == 0) {
-    invalid("train.warmup_steps", "> 0 with train.lr_schedule: inverse_sqrt (lr * sqrt(warmup / step))", "0");
-  }
-  if (t.lr_schedule == "cosine" && t.max_steps == 0) {
-    invalid("train.max_steps", "> 0 with train.lr_schedule: cosine (the cosine ends at it)", "0");
-  }
-  if (t.lr_schedule == "cosine" && t.min_learning_rate > t.learning_rate) {
-    invalid("train.min_learning_rate", "<= train.learning_rate with train.lr_schedule: cosine",
-            format_double(t.min_learning_rate));
-  }
-
-  const DecodeConfig& d = c.decode;
-  if (d.sampling) {  // n_best samples, not beams
-    check_int(d.n_best >= 1, "decode.n_best", ">= 1", d.n_best);
-  } else {
-    check_int(d.n_best >= 1 && d.n_best <= d.beam_size, "decode.n_best",
-              ("in [1, decode.beam_size=" + std::to_string(d.beam_size) + "]").c_str(), d.n_best);
-  }
-  if (d.max_length > 0) {
-    check_int(d.min_length <= d.max_length, "decode.min_length",
-              ("<= decode.max_length=" + std::to_string(d.max_length)).c_str(), d.min_length);
-  }
-  if (d.mbr != "none") {
-    if (d.sampling) {
-      check_int(d.mbr_candidates >= 2, "decode.mbr_candidates", ">= 2 (the samples compared) with decode.sampling",
-                d.mbr_candidates);
-    } else {
-      check_int(d.mbr_candidates >= 0 && d.mbr_candidates <= d.beam_size, "decode.mbr_candidates",
-                ("in [0, decode.beam_size=" + std::to_string(d.beam_size) + "] (0 = the whole beam)").c_str(),
-                d.mbr_candidates);
-    }
-    const int candidates = mbr_candidate_count(d.sampling, d.mbr_candidates, d.beam_size);
-    check_int(d.n_best <= candidates, "decode.n_best",
-              ("<= the hypotheses MBR compares (" + std::to_string(candidates) + ", decode.mbr_candidates)").c_str(),
-              d.n_best);
-  }
-  if (d.search_rules != "fairseq") {
-    // fairseq's --max-len-a is 0 by default; every other rule's ratio limit needs a positive ratio.
-    if (!(d.max_length_ratio > 0)) {
-      invalid("decode.max_length_ratio", ("> 0 with decode.search_rules: " + d.search_rules + " (0 only with fairseq)").c_str(),
-              format_double(d.max_length_ratio));
-    }
-    if (d.unk_penalty != 0) {
-      invalid("decode.unk_penalty", ("0 with decode.search_rules: " + d.search_rules + " (a rule of fairseq)").c_str(),
-              format_double(d.unk_penalty));
-    }
-  }
-  if (d.search_rules == "fairseq") {
-    if (d.ban_unk) invalid("decode.ban_unk", "false with decode.search_rules: fairseq (its --unkpen is decode.unk_penalty)", "true");
-    check_int(d.max_length > 0 || d.max_length_ratio > 0, "decode.max_length",
-              "> 0, or decode.max_length_ratio > 0, with decode.search_rules: fairseq (its --max-len-b and --max-len-a)",
-              d.max_length);
-  }
-  if (d.search_rules == "attnmt") {
-    if (d.ban_unk) {
-      invalid("decode.ban_unk", "false with decode.search_rules: attnmt (a rule of opennmt, opennmt3 and joeynmt)", "true");
-    }
-  } else {  // what the toolkits' rules (decoding/toolkit_search.h) do not do
-    const std::string with = " with decode.search_rules: " + d.search_rules;
-    // joeynmt: 0 = Joey NMT's own default (decoding/toolkit_search.h)
-    if (d.search_rules == "opennmt" || d.search_rules == "opennmt3") {
-      const char* why = d.search_rules == "opennmt" ? " (the toolkit's max_length, its only length limit)"
-                                                    : " (the toolkit's max_length)";
-      check_int(d.max_length > 0, "decode.max_length", ("> 0" + with + why).c_str(), d.max_length);
-    }
-    auto refuse = [&](bool on, const char* key, const std::string& off, const std::string& got) {
-      if (on) invalid(key, off + with + " (attnmt's rules only)", got);
-    };
-    refuse(d.sampling, "decode.sampling", "false", "true");
-    refuse(d.shortlist, "decode.shortlist", "false", "true");
-    refuse(d.coverage_penalty != 0, "decode.coverage_penalty", "0", format_double(d.coverage_penalty));
-    refuse(d.no_repeat_ngram_size != 0, "decode.no_repeat_ngram_size", "0", std::to_string(d.no_repeat_ngram_size));
-    refuse(d.mbr != "none", "decode.mbr", "none", in_quotes(d.mbr));
-  }
-
-  if (!is_device(c.device)) invalid("device", "cpu, cuda or cuda:N", in_quotes(c.device));
 }
 
 void check_training_inputs(const Config& config, const std::string& source_name) {

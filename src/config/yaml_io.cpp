@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <variant>
 
 #include "config/key_table.h"
@@ -141,6 +142,14 @@ void set_field(Config& config, const Field& field, const YAML::Node& node, const
                      describe(node) + line_suffix(source, mark));
   };
   FieldRef ref = field.ref(config);
+  if (auto* c = std::get_if<ChoiceRef>(&ref)) {
+    if (!node.IsNull() && !node.IsScalar()) fail(choices_text(c->access->names, c->access->count).c_str());
+    const std::string name = node.IsNull() ? "" : node.Scalar();
+    for (size_t i = 0; i < c->access->count; ++i) {
+      if (c->access->names[i] == name) return c->access->set(c->member, i);
+    }
+    throw InputError(source.label + ": " + choice_refusal(field, name) + line_suffix(source, mark));
+  }
   if (auto* s = std::get_if<std::string*>(&ref)) {
     if (node.IsNull()) return void(**s = "");  // "src:" / "src: ~" = not set
     if (!node.IsScalar()) fail("a string");
@@ -308,7 +317,14 @@ struct DocumentCounter : YAML::EventHandler {
 std::string config_table::setting(const Field& f, const Config& config) {
   YAML::Emitter value;
   value << YAML::DoublePrecision(17);
-  std::visit([&](auto* p) { value << *p; }, f.cref(config));
+  const ConstFieldRef ref = f.cref(config);
+  if (auto* c = std::get_if<ConstChoiceRef>(&ref)) {
+    value << std::string(c->name());
+  } else {
+    std::visit([&](auto p) {
+      if constexpr (std::is_pointer_v<decltype(p)>) value << *p;
+    }, ref);
+  }
   return std::string(f.key) + "=" + value.c_str();
 }
 
@@ -530,6 +546,8 @@ std::string config_to_yaml(const Config& config, bool only_changed) {
       out << YAML::EndSeq;
     } else if (auto* s = std::get_if<const std::string*>(&ref)) {
       out << YAML::DoubleQuoted << **s;
+    } else if (auto* c = std::get_if<ConstChoiceRef>(&ref)) {
+      out << YAML::DoubleQuoted << std::string(c->name());
     } else if (auto* b = std::get_if<const bool*>(&ref)) {
       out << YAML::TrueFalseBool << **b;
     } else if (auto* d = std::get_if<const double*>(&ref)) {

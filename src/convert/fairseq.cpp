@@ -133,18 +133,18 @@ ToolkitModel read_fairseq(const ConvertOptions& options) {
   ModelConfig& mc = m.model;
   mc.embedding_size = static_cast<int>(dec_emb);
   mc.encoder.embedding_size = enc_emb == dec_emb ? 0 : static_cast<int>(enc_emb);
-  mc.encoder.rnn = "lstm";
+  mc.encoder.rnn = RnnType::lstm;
   mc.encoder.bidirectional = bidirectional;
   mc.encoder.layers = static_cast<int>(enc_layers);
   mc.encoder.hidden_size = static_cast<int>(enc_hidden);
   mc.encoder.dropout = 0.0;
-  mc.decoder.rnn = "lstm";
-  mc.decoder.style = "luong";
+  mc.decoder.rnn = RnnType::lstm;
+  mc.decoder.style = DecoderStyle::luong;
   mc.decoder.layers = static_cast<int>(dec_layers);
   mc.decoder.hidden_size = static_cast<int>(dec_hidden);
   mc.decoder.input_feeding = true;
   mc.decoder.dropout = 0.0;
-  mc.decoder.init = enc_out == dec_hidden ? "encoder" : "encoder_linear";
+  mc.decoder.init = enc_out == dec_hidden ? DecoderInit::encoder : DecoderInit::encoder_linear;
   mc.decoder.combine_bias = false;
   mc.decoder.combine_tanh = true;
   mc.attention.type = "luong_general";
@@ -161,7 +161,7 @@ ToolkitModel read_fairseq(const ConvertOptions& options) {
   m.decode.max_length = 200;
   m.decode.max_length_ratio = 0.0;
   m.decode.unk_penalty = 0.0;
-  m.decode.search_rules = "fairseq";
+  m.decode.search_rules = SearchRules::fairseq;
 
   // --- weights
   auto& w = ckpt.weights;
@@ -198,7 +198,7 @@ ToolkitModel read_fairseq(const ConvertOptions& options) {
     out["decoder.rnn.w_hh_" + n] = take(prefix + "weight_hh");
     out["decoder.rnn.b_hh_" + n] = take(prefix + "bias_hh");
   }
-  if (mc.decoder.init == "encoder_linear") {
+  if (mc.decoder.init == DecoderInit::encoder_linear) {
     out["decoder.linear_bridge_h.weight"] = take("decoder.encoder_hidden_proj.weight");
     out["decoder.linear_bridge_h.bias"] = take("decoder.encoder_hidden_proj.bias");
     out["decoder.linear_bridge_c.weight"] = take("decoder.encoder_cell_proj.weight");

@@ -180,7 +180,7 @@ ToolkitModel read_joeynmt(const ConvertOptions& options) {
   auto rnn = [&](const ToolkitOptions& part) {
     const auto type = part.str("rnn_type", "gru");
     if (type != "gru" && type != "lstm") throw InputError(where + ": " + part.key("rnn_type") + " " + type + ": not lstm or gru");
-    return type;
+    return type == "lstm" ? RnnType::lstm : RnnType::gru;
   };
   const int64_t src_emb = enc.section("embeddings").integer("embedding_dim", 0);
   const int64_t tgt_emb = dec.section("embeddings").integer("embedding_dim", 0);
@@ -210,12 +210,12 @@ ToolkitModel read_joeynmt(const ConvertOptions& options) {
   mc.encoder.hidden_size = static_cast<int>(enc_hidden);
   mc.encoder.dropout = 0.0;
   mc.decoder.rnn = rnn(dec);
-  mc.decoder.style = "luong";  // Joey NMT attends after the RNN step, with either score
+  mc.decoder.style = DecoderStyle::luong;  // Joey NMT attends after the RNN step, with either score
   mc.decoder.layers = static_cast<int>(dec.integer("num_layers", 1));
   mc.decoder.hidden_size = static_cast<int>(dec_hidden);
   mc.decoder.input_feeding = input_feeding;
   mc.decoder.dropout = 0.0;
-  mc.decoder.init = init == "bridge" ? "tanh_bridge" : init;
+  mc.decoder.init = init == "bridge" ? DecoderInit::tanh_bridge : init == "last" ? DecoderInit::last : DecoderInit::zero;
   mc.decoder.combine_bias = true;
   mc.decoder.combine_tanh = true;
   mc.attention.type = attention == "luong" ? "luong_general" : "luong_concat";
@@ -224,7 +224,7 @@ ToolkitModel read_joeynmt(const ConvertOptions& options) {
 
   // The testing section's decoding, under Joey NMT's own search rules.
   const auto testing = cfg.section("testing");
-  m.decode.search_rules = "joeynmt";
+  m.decode.search_rules = SearchRules::joeynmt;
   m.decode.beam_size = static_cast<int>(testing.integer("beam_size", 1));
   m.decode.n_best = static_cast<int>(testing.integer("n_best", 1));
   const double alpha = testing.number("beam_alpha", testing.number("alpha", -1));

@@ -117,18 +117,18 @@ ToolkitModel read_opennmt(const ConvertOptions& options) {
   ModelConfig& mc = m.model;
   mc.embedding_size = static_cast<int>(tgt_emb);
   mc.encoder.embedding_size = src_emb == tgt_emb ? 0 : static_cast<int>(src_emb);
-  mc.encoder.rnn = rnn_type == "LSTM" ? "lstm" : "gru";
+  mc.encoder.rnn = rnn_type == "LSTM" ? RnnType::lstm : RnnType::gru;
   mc.encoder.bidirectional = bidirectional;
   mc.encoder.layers = static_cast<int>(enc_layers);
   mc.encoder.hidden_size = static_cast<int>(enc_size / directions);
   mc.encoder.dropout = 0.0;
   mc.decoder.rnn = mc.encoder.rnn;
-  mc.decoder.style = "luong";
+  mc.decoder.style = DecoderStyle::luong;
   mc.decoder.layers = static_cast<int>(dec_layers);
   mc.decoder.hidden_size = static_cast<int>(dec_size);
   mc.decoder.input_feeding = input_feed;
   mc.decoder.dropout = 0.0;
-  mc.decoder.init = bridge ? "encoder_relu_bridge" : "encoder";
+  mc.decoder.init = bridge ? DecoderInit::encoder_relu_bridge : DecoderInit::encoder;
   mc.decoder.combine_bias = attention == "mlp";
   mc.decoder.combine_tanh = attention != "mlp";
   mc.attention.type = attention == "dot" ? "luong_dot" : attention == "general" ? "luong_general" : "luong_concat";
@@ -151,7 +151,7 @@ ToolkitModel read_opennmt(const ConvertOptions& options) {
   m.decode.min_length = 0;
   m.decode.max_length = v3 ? 250 : 100;
   if (v3) m.decode.max_length_ratio = 1.25;
-  m.decode.search_rules = v3 ? "opennmt3" : "opennmt";
+  m.decode.search_rules = v3 ? SearchRules::opennmt3 : SearchRules::opennmt;
 
   m.src_tokens = ckpt.src_tokens;
   m.tgt_tokens = ckpt.tgt_tokens;

@@ -137,7 +137,7 @@ void write_converted_model(ToolkitModel m, const ConvertOptions& options) {
   tokenizers.tgt = same_tokens ? tokenizers.src
                                : side_tokenizer(tgt, m.tgt_spm, m.tgt_spm == options.tgt_spm ? "--tgt-spm" : "the target SentencePiece model",
                                                 m.toolkit + " target vocabulary", options.max_unknown);
-  config.tokenizer.type = m.src_spm.empty() && m.tgt_spm.empty() ? "none" : "sentencepiece";
+  config.tokenizer.type = m.src_spm.empty() && m.tgt_spm.empty() ? TokenizerType::none : TokenizerType::sentencepiece;
   config.tokenizer.shared = same_tokens;
   config.tokenizer.vocab_size = static_cast<int>(tgt.tokens.size());
   validate_config(config);
@@ -191,11 +191,11 @@ std::string convert_model(const ConvertOptions& options) {
   const auto toolkit = model.toolkit;
   const auto& mc = model.model;
   std::ostringstream summary;
-  summary << toolkit << " model: " << (mc.encoder.bidirectional ? "bidirectional " : "") << mc.encoder.rnn << " encoder "
-          << mc.encoder.layers << "x" << mc.encoder.hidden_size << ", " << mc.decoder.rnn << " decoder "
+  summary << toolkit << " model: " << (mc.encoder.bidirectional ? "bidirectional " : "") << name_of(mc.encoder.rnn) << " encoder "
+          << mc.encoder.layers << "x" << mc.encoder.hidden_size << ", " << name_of(mc.decoder.rnn) << " decoder "
           << mc.decoder.layers << "x" << mc.decoder.hidden_size << ", attention " << mc.attention.type
-          << ", init " << mc.decoder.init << ", " << model.src_tokens.size() << "/" << model.tgt_tokens.size()
-          << " tokens, search rules " << model.decode.search_rules << " -> " << options.output;
+          << ", init " << name_of(mc.decoder.init) << ", " << model.src_tokens.size() << "/" << model.tgt_tokens.size()
+          << " tokens, search rules " << name_of(model.decode.search_rules) << " -> " << options.output;
   write_converted_model(std::move(model), options);
   return summary.str();
 }

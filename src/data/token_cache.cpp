@@ -117,12 +117,13 @@ std::string file_identity(const std::string& path) {
 // The pieces under their ids: two trainings of one vocabulary store different model bytes
 // (SentencePiece keeps its options, paths included), but encode alike.
 std::string vocabulary_identity(const Tokenizer& tok) {
-  uint64_t h = fnv1a(tok.type().data(), tok.type().size());
+  const std::string_view type = name_of(tok.type());
+  uint64_t h = fnv1a(type.data(), type.size());
   for (int id = 0; id < tok.vocab_size(); ++id) {
     const auto piece = tok.piece(id);
     h = fnv1a(piece.data(), piece.size() + 1, h);  // with the terminating NUL: "ab","c" != "a","bc"
   }
-  return tok.type() + " " + std::to_string(tok.vocab_size()) + " pieces " + hex(h);
+  return std::string(type) + " " + std::to_string(tok.vocab_size()) + " pieces " + hex(h);
 }
 
 std::string cache_key(const CorpusConfig& corpus, const Tokenizers& tokenizers) {

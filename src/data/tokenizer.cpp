@@ -177,17 +177,17 @@ CreateFn spm_factory() {
 }
 
 // tokenizer.type's backend.
-std::unique_ptr<TokenizerBackend> new_backend(const std::string& type) {
-  if (type == "none") return std::make_unique<WordVocab>();
+std::unique_ptr<TokenizerBackend> new_backend(TokenizerType type) {
+  if (type == TokenizerType::none) return std::make_unique<WordVocab>();
   return std::unique_ptr<TokenizerBackend>(spm_factory()());
 }
 
 // The backend that reads a model starting with `head`.
 std::unique_ptr<TokenizerBackend> backend_for(const std::string& head) {
   if (ToolkitVocab::is_toolkit_vocab(head)) {
-    return std::make_unique<ToolkitVocab>([] { return new_backend("sentencepiece"); });
+    return std::make_unique<ToolkitVocab>([] { return new_backend(TokenizerType::sentencepiece); });
   }
-  return new_backend(WordVocab::is_word_vocab(head) ? "none" : "sentencepiece");
+  return new_backend(WordVocab::is_word_vocab(head) ? TokenizerType::none : TokenizerType::sentencepiece);
 }
 
 std::string file_head(const std::string& path) {
@@ -237,7 +237,7 @@ void Tokenizer::train(const std::vector<std::string>& sentences, const std::stri
   if (nonempty.empty()) throw InputError("cannot train a tokenizer: no non-empty sentences");
   (void)seed;  // neither backend draws at random (see the SentencePiece module)
   if (auto error = new_backend(config.type)->train(model_prefix, config, nonempty); !error.empty()) {
-    throw RuntimeError("tokenizer training (" + config.type + ") failed: " + error);
+    throw RuntimeError("tokenizer training (" + name_string(config.type) + ") failed: " + error);
   }
 }
 
@@ -274,11 +274,11 @@ std::string Tokenizer::piece(int id) const { return impl_->processor->id_to_piec
 float Tokenizer::piece_score(int id) const { return impl_->processor->piece_score(id); }
 bool Tokenizer::piece_is_normal(int id) const { return impl_->processor->piece_is_normal(id); }
 int Tokenizer::vocab_size() const { return impl_->processor->piece_size(); }
-std::string Tokenizer::type() const {
+TokenizerType Tokenizer::type() const {
   if (const auto* converted = dynamic_cast<const ToolkitVocab*>(impl_->processor.get())) {
-    return converted->has_sentencepiece() ? "sentencepiece" : "none";
+    return converted->has_sentencepiece() ? TokenizerType::sentencepiece : TokenizerType::none;
   }
-  return dynamic_cast<const WordVocab*>(impl_->processor.get()) ? "none" : "sentencepiece";
+  return dynamic_cast<const WordVocab*>(impl_->processor.get()) ? TokenizerType::none : TokenizerType::sentencepiece;
 }
 std::string Tokenizer::serialized() const { return impl_->processor->serialized(); }
 
@@ -304,21 +304,21 @@ Tokenizers load_or_train(const TokenizerConfig& config, const std::string& save_
     if (fs::exists(model)) {
       auto tok = std::make_shared<Tokenizer>(model);
       if (tok->type() != config.type) {
-        throw InputError("tokenizer model '" + model + "' is of tokenizer.type " + tok->type() + ", the config says " +
-                         config.type + ": choose another train.save_dir or remove the model");
+        throw InputError("tokenizer model '" + model + "' is of tokenizer.type " + name_string(tok->type()) +
+                         ", the config says " + name_string(config.type) + ": choose another train.save_dir or remove the model");
       }
       return tok;
     }
     if (!can_train) throw InputError("no tokenizer model in '" + save_dir + "' (expected '" + model + "')");
     size_t lines_total = 0;
-    const size_t sample = config.type == "sentencepiece" ? static_cast<size_t>(config.input_sentence_size) : 0;
+    const size_t sample = config.type == TokenizerType::sentencepiece ? static_cast<size_t>(config.input_sentence_size) : 0;
     std::vector<std::string> all = lines(side)(sample, seed, lines_total);
     const auto start = std::chrono::steady_clock::now();
     // Trained under a temporary name and renamed into place (.vocab first, .model last): a run
     // killed meanwhile leaves no half-written model that the next run would take for a real one.
     const auto temp = path(prefix + ".tmp." + std::to_string(::getpid()));
     {
-      WaitingProgress waiting("[data] training the " + std::string(config.type == "none" ? "word vocabulary" : "SentencePiece model") +
+      WaitingProgress waiting("[data] training the " + std::string(config.type == TokenizerType::none ? "word vocabulary" : "SentencePiece model") +
                               " on " + group_thousands(static_cast<int64_t>(all.size())) + " lines");
       Tokenizer::train(all, temp, config, seed);
     }
@@ -329,8 +329,8 @@ Tokenizers load_or_train(const TokenizerConfig& config, const std::string& save_
     fs::rename(temp + ".model", model, ec);
     if (ec) throw RuntimeError("cannot write '" + model + "': " + ec.message());
     auto tok = std::make_shared<Tokenizer>(model);
-    const auto kind = config.type == "none" ? std::string("word vocabulary (tokenizer.type none)")
-                                            : "SentencePiece " + config.model_type + " model";
+    const auto kind = config.type == TokenizerType::none ? std::string("word vocabulary (tokenizer.type none)")
+                                                         : "SentencePiece " + name_string(config.model_type) + " model";
     const std::string sampled = trained_on < lines_total ? " (a sample of the " + group_thousands(static_cast<int64_t>(lines_total)) +
                                                                ", tokenizer.input_sentence_size)"
                                                          : "";

@@ -50,8 +50,8 @@ class Tokenizer {
   float piece_score(int id) const;     // SentencePiece's score (BPE: the higher, the earlier merged)
   bool piece_is_normal(int id) const;  // not unknown, control, unused or a byte
   int vocab_size() const;
-  // The tokenizer.type this model is: "sentencepiece" or "none".
-  std::string type() const;
+  // The tokenizer.type this model is.
+  TokenizerType type() const;
   const std::string& model_path() const { return model_path_; }
   std::string serialized() const;  // the model file's bytes (stored inside model files)
   // The same pieces under the same ids (two trainings on one text store different file bytes:

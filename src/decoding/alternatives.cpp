@@ -12,7 +12,7 @@ Alternatives next_alternatives(StepModel& model, const Tokenizers& tokenizers, c
                                const AlternativesQuery& query, const TranslateOptions& options) {
   const auto& prefix = query.prefix;
   const int k = query.k;
-  if (options.search.rules != SearchRules::attnmt || options.search.sampling || options.mbr != "none") {
+  if (options.search.rules != SearchRules::attnmt || options.search.sampling || options.mbr != MbrMetric::none) {
     throw InputError("alternatives: beam or greedy search under decode.search_rules attnmt only, without sampling "
                      "or MBR");
   }

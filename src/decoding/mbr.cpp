@@ -3,20 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "eval/metrics.h"
 #include "util/error.h"
 
 namespace attnmt {
 
-MbrUtility mbr_utility(const std::string& name) {
-  if (name == "bleu") return MbrUtility::bleu;
-  if (name == "chrf") return MbrUtility::chrf;
-  throw InputError("decode.mbr: expected bleu or chrf, got '" + name + "'");
-}
-
 std::vector<double> mbr_expected_utility(const std::vector<std::string>& texts, const std::vector<double>& log_probs,
-                                         bool uniform, MbrUtility utility) {
+                                         bool uniform, MbrMetric utility) {
+  if (utility == MbrMetric::none) throw std::invalid_argument("mbr_expected_utility: no utility (decode.mbr: none)");
   const size_t n = texts.size();
   std::vector<double> weights(n, 1.0);
   if (!uniform && n > 0) {
@@ -28,7 +24,7 @@ std::vector<double> mbr_expected_utility(const std::vector<std::string>& texts, 
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < n; ++j) {
       // A hypothesis against itself scores 100 under both utilities (when it has any n-gram).
-      const double u = utility == MbrUtility::bleu ? bleu_from_stats(bleu_sentence_stats(texts[i], texts[j])).score
+      const double u = utility == MbrMetric::bleu ? bleu_from_stats(bleu_sentence_stats(texts[i], texts[j])).score
                                                    : chrf_from_stats(chrf_sentence_stats(texts[i], texts[j])).score;
       expected[i] += weights[j] * u;
     }
@@ -37,7 +33,7 @@ std::vector<double> mbr_expected_utility(const std::vector<std::string>& texts, 
   return expected;
 }
 
-void mbr_rerank(std::vector<Translation>& hypotheses, bool uniform, MbrUtility utility) {
+void mbr_rerank(std::vector<Translation>& hypotheses, bool uniform, MbrMetric utility) {
   if (hypotheses.empty()) return;
   std::vector<std::string> texts;
   std::vector<double> log_probs;

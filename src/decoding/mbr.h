@@ -11,19 +11,16 @@
 #include <vector>
 
 #include "decoding/translation.h"
+#include "util/choices.h"
 
 namespace attnmt {
 
-enum class MbrUtility { bleu, chrf };
-
-// "bleu" | "chrf" (decode.mbr).
-MbrUtility mbr_utility(const std::string& name);
-
-// E(h) for each of texts, weights as above (w_j = exp(log_probs[j] - max), or 1 when uniform).
+// E(h) for each of texts, weights as above (w_j = exp(log_probs[j] - max), or 1 when uniform);
+// utility bleu or chrf (decode.mbr).
 std::vector<double> mbr_expected_utility(const std::vector<std::string>& texts, const std::vector<double>& log_probs,
-                                         bool uniform, MbrUtility utility);
+                                         bool uniform, MbrMetric utility);
 
 // Reorders one line's hypotheses by E (above) and sets each one's score to it (0..100).
-void mbr_rerank(std::vector<Translation>& hypotheses, bool uniform, MbrUtility utility);
+void mbr_rerank(std::vector<Translation>& hypotheses, bool uniform, MbrMetric utility);
 
 }  // namespace attnmt

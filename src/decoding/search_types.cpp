@@ -5,29 +5,6 @@
 
 namespace attnmt {
 
-SearchRules search_rules_named(const std::string& name) {
-  if (name == "opennmt") return SearchRules::opennmt;
-  if (name == "opennmt3") return SearchRules::opennmt3;
-  if (name == "fairseq") return SearchRules::fairseq;
-  return name == "joeynmt" ? SearchRules::joeynmt : SearchRules::attnmt;
-}
-
-std::string search_rules_name(SearchRules rules) {
-  switch (rules) {
-    case SearchRules::opennmt:
-      return "opennmt";
-    case SearchRules::opennmt3:
-      return "opennmt3";
-    case SearchRules::joeynmt:
-      return "joeynmt";
-    case SearchRules::fairseq:
-      return "fairseq";
-    case SearchRules::attnmt:
-      break;
-  }
-  return "attnmt";
-}
-
 int64_t max_target_length(int64_t src_len, const SearchOptions& options) {
   constexpr double kLimit = 1 << 20;  // bounded so that no ratio overflows the cast
   const auto by_ratio =

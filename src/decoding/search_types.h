@@ -11,22 +11,9 @@
 
 namespace attnmt {
 
-// Whose beam and greedy search rules search() follows (decode.search_rules).
-enum class SearchRules {
-  attnmt,    // search.h's
-  opennmt,   // OpenNMT-py 2.3's BeamSearch (toolkit_search.h)
-  opennmt3,  // OpenNMT-py 3.x's BeamSearch (v3.5.1; toolkit_search.h)
-  joeynmt,   // Joey NMT 2.3's beam_search and recurrent_greedy (toolkit_search.h)
-  fairseq,   // fairseq's SequenceGenerator with its BeamSearch (toolkit_search.h)
-};
-
-// decode.search_rules's value as SearchRules (the config loader has checked the name), and back.
-SearchRules search_rules_named(const std::string& name);
-std::string search_rules_name(SearchRules rules);
-
 // The defaults are decode:'s (config.h), which translate_options (translator.h) copies in.
 struct SearchOptions {
-  SearchRules rules = search_rules_named(decode_defaults().search_rules);
+  SearchRules rules = decode_defaults().search_rules;  // whose rules (util/choices.h)
   int beam_size = decode_defaults().beam_size;
   double length_penalty = decode_defaults().length_penalty;      // GNMT alpha; 0 = raw log-probability
   double coverage_penalty = decode_defaults().coverage_penalty;  // GNMT beta; 0 = off

@@ -24,8 +24,8 @@ bool model_on_cpu(const Seq2Seq& model) {
 // decode.precision: bf16 where the CPU has no native bf16 products (util/cpu_kernels.h): oneDNN has
 // no kernel to pack for, and LibTorch's emulated bf16 product made the output layer many times
 // slower than in fp32 (AVX2). Such a CPU decodes in fp32 products, and says so once per process.
-bool bf16_products(const std::string& precision, const Seq2Seq& model) {
-  if (precision != "bf16") return false;
+bool bf16_products(DecodePrecision precision, const Seq2Seq& model) {
+  if (precision != DecodePrecision::bf16) return false;
   const bool cpu = model_on_cpu(model);
   const auto& flags = this_cpu_flags();
   if (!cpu || has_native_bf16(flags)) return true;  // (bf16 applies on a CPU only: model/seq2seq.h)
@@ -64,13 +64,15 @@ ExecutionMode int8_mode(const Seq2Seq& model) {
   return ExecutionMode::packed(ProductPrecision::kInt8);
 }
 
-ExecutionMode decoding_mode(const std::string& precision, bool packed_weights, const Seq2Seq& model) {
-  const std::string chosen = precision == "auto" ? auto_precision(model_on_cpu(model)) : precision;
-  if (precision == "auto") {
+ExecutionMode decoding_mode(DecodePrecision precision, bool packed_weights, const Seq2Seq& model) {
+  const DecodePrecision chosen = precision == DecodePrecision::automatic ? auto_precision(model_on_cpu(model)) : precision;
+  if (precision == DecodePrecision::automatic) {
     static std::once_flag said;
-    std::call_once(said, [&] { spdlog::info("[decode] decode.precision: auto: {} on this CPU{}", chosen, isa_note()); });
+    std::call_once(said, [&] {
+      spdlog::info("[decode] decode.precision: auto: {} on this CPU{}", name_of(chosen), isa_note());
+    });
   }
-  if (chosen == "int8") return int8_mode(model);
+  if (chosen == DecodePrecision::int8) return int8_mode(model);
   const auto type = bf16_products(chosen, model) ? ProductPrecision::kBf16 : ProductPrecision::kFp32;
   if (type == ProductPrecision::kBf16 && model_on_cpu(model)) {
     static std::once_flag said;
@@ -83,13 +85,13 @@ ExecutionMode decoding_mode(const std::string& precision, bool packed_weights, c
 
 }  // namespace
 
-std::string auto_precision(bool on_cpu) {
-  if (!on_cpu) return "fp32";
+DecodePrecision auto_precision(bool on_cpu) {
+  if (!on_cpu) return DecodePrecision::fp32;
   // docs/performance.md's table per CPU class: int8 is the fastest wherever it has a kernel of its
   // own (1.9x fp32 on AVX2, more with VNNI and AMX), within the BLEU tolerance; without AVX2 the
   // portable loop is slower than fp32, and such a CPU has no native bf16 either.
-  if (Int8Matrix::kernel_in_use() != Int8Kernel::kPortable) return "int8";
-  return has_native_bf16(this_cpu_flags()) ? "bf16" : "fp32";
+  if (Int8Matrix::kernel_in_use() != Int8Kernel::kPortable) return DecodePrecision::int8;
+  return has_native_bf16(this_cpu_flags()) ? DecodePrecision::bf16 : DecodePrecision::fp32;
 }
 
 namespace {
@@ -132,7 +134,7 @@ struct Seq2SeqSearchState : SearchState {
 
 }  // namespace
 
-Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, const std::string& precision, bool packed_weights)
+Seq2SeqStepModel::Seq2SeqStepModel(Seq2Seq model, DecodePrecision precision, bool packed_weights)
     : model_(model, decoding_mode(precision, packed_weights, model)) {}  // (copies of one module)
 
 std::unique_ptr<SearchState> Seq2SeqStepModel::start(const torch::Tensor& src, const torch::Tensor& lengths) {

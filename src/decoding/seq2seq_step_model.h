@@ -27,7 +27,7 @@ class Seq2SeqStepModel : public StepModel {
   // products (util/cpu_kernels.h): elsewhere fp32, with a warning once per process. int8: those
   // products on int8 weights (runtime/int8_gemm.h), packed whatever packed_weights says; the CPU
   // only (InputError elsewhere).
-  explicit Seq2SeqStepModel(Seq2Seq model, const std::string& precision = "fp32", bool packed_weights = true);
+  explicit Seq2SeqStepModel(Seq2Seq model, DecodePrecision precision = DecodePrecision::fp32, bool packed_weights = true);
   // Whether the products run on packed weights.
   bool packed() const { return model_.packed(); }
   // What the products run in: "fp32", "bf16" or "int8" (after the CPU's fallbacks and "auto").
@@ -67,7 +67,7 @@ class Seq2SeqStepModel : public StepModel {
 // decode.precision: auto: what it stands for on this CPU (capped by ATTNMT_CPU_ISA) or off it:
 // "int8" wherever int8 has a kernel of its own (AVX2 and up), else "bf16" with native bf16 products,
 // else "fp32"; "fp32" off the CPU.
-std::string auto_precision(bool on_cpu);
+DecodePrecision auto_precision(bool on_cpu);
 
 // The step model a decoding command builds from a trained model's decode.* settings (precision,
 // packed_weights, and the shortlist from `lexicon` when decode.shortlist is on).

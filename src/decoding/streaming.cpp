@@ -173,14 +173,6 @@ StreamedSentence stream_wait_k(StepModel& model, const std::vector<int64_t>& sou
 
 }  // namespace
 
-WaitKPolicy parse_wait_k_policy(const std::string& name, const std::string& what) {
-  if (name == "replay") return WaitKPolicy::replay;
-  if (name == "prefix") return WaitKPolicy::prefix;
-  throw InputError(what + ": '" + name + "' is not a wait-k policy (replay or prefix)");
-}
-
-const char* wait_k_policy_name(WaitKPolicy policy) { return policy == WaitKPolicy::prefix ? "prefix" : "replay"; }
-
 StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options) {
   if (options.wait_k > 0) return stream_wait_k(model, source, options);
   torch::InferenceMode inference;

@@ -42,15 +42,6 @@
 
 namespace attnmt {
 
-// How wait-k decides target token t (decode.wait_k_policy).
-enum class WaitKPolicy {
-  replay,  // the decoder restarted over x_1..x_{g(t)} and the written tokens replayed (any model)
-  prefix,  // the decoder kept across reads (a model whose encoder streams: unidirectional)
-};
-// "replay" | "prefix"; anything else is an InputError naming `what`.
-WaitKPolicy parse_wait_k_policy(const std::string& name, const std::string& what);
-const char* wait_k_policy_name(WaitKPolicy policy);
-
 struct StreamingOptions {
   SearchOptions search;  // max_length_ratio, max_length bound the output (as greedy search's)
   int lookahead = 0;     // source tokens read past the head's stop before a token is written

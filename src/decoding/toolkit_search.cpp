@@ -20,7 +20,7 @@ bool opennmt_rules(SearchRules rules) { return rules == SearchRules::opennmt || 
 // What these rules do not do is refused, in one line naming the option (the config loader
 // refuses the same first; this is for callers that build SearchOptions themselves).
 void check_supported(const SearchOptions& o, const Guides& guides) {
-  const std::string rules = search_rules_name(o.rules);
+  const std::string rules = name_string(o.rules);
   auto refuse = [&](const std::string& what) {
     throw std::invalid_argument(what + ": not with decode.search_rules " + rules + " (attnmt's rules only)");
   };
@@ -55,7 +55,7 @@ void check_supported(const SearchOptions& o, const Guides& guides) {
 // log_softmax), in a tensor of their own.
 torch::Tensor step_log_probs(const StepResult& r, SearchRules rules) {
   if (r.vocabulary.defined()) {
-    throw std::invalid_argument("decode.shortlist: not with decode.search_rules " + search_rules_name(rules));
+    throw std::invalid_argument("decode.shortlist: not with decode.search_rules " + name_string(rules));
   }
   auto x = r.logits.to(torch::kFloat).contiguous();
   return r.log_probs ? x.clone() : x.log_softmax(-1);

@@ -38,7 +38,7 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.top_p = decode.top_p;
   options.search.epsilon = decode.epsilon;
   options.search.seed = decode.seed;
-  options.search.rules = search_rules_named(decode.search_rules);
+  options.search.rules = decode.search_rules;
   options.search.ban_unk = decode.ban_unk;
   options.search.unk_penalty = decode.unk_penalty;
   options.batch_size = decode.batch_size;
@@ -126,7 +126,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   check_lines(guides.constraints.size(), "--constraints");
   check_lines(guides.watches.size(), "watches");
   if (!guides.watches.empty() && (options.search.rules != SearchRules::attnmt || options.search.sampling ||
-                                  options.mbr != "none" || !guides.constraints.empty())) {
+                                  options.mbr != MbrMetric::none || !guides.constraints.empty())) {
     throw InputError("words as they are decided: greedy or beam search under decode.search_rules attnmt only, "
                      "without sampling, MBR or constraints");
   }
@@ -134,7 +134,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   if (options.search.rules != SearchRules::attnmt && (prefixed || !guides.constraints.empty())) {
     throw InputError(std::string(!prefixed ? "constraints" : "target prefixes") +
                      ": not with decode.search_rules " +
-                     search_rules_name(options.search.rules) + " (attnmt's rules only)");
+                     name_string(options.search.rules) + " (attnmt's rules only)");
   }
   torch::InferenceMode inference;
   const auto device = model.device();
@@ -151,8 +151,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   const auto sentence_guide = encode_guides(guides, tokenizers, encoded, order, options.search);
   // With MBR the search returns every hypothesis to compare; n_best of them are kept after.
   SearchOptions search = options.search;
-  const bool mbr = options.mbr != "none";
-  const MbrUtility utility = mbr ? mbr_utility(options.mbr) : MbrUtility::bleu;
+  const bool mbr = options.mbr != MbrMetric::none;
   if (mbr) {
     search.n_best = mbr_candidate_count(search.sampling, options.mbr_candidates, search.beam_size);
   }
@@ -214,7 +213,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
         out.push_back(std::move(tr));
       }
       if (mbr) {
-        mbr_rerank(out, search.sampling, utility);
+        mbr_rerank(out, search.sampling, options.mbr);
         if (out.size() > n_best) out.resize(n_best);
       }
       if (out.empty()) out.emplace_back();  // never left without a line

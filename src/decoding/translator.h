@@ -19,10 +19,10 @@ struct TranslateOptions {
   int max_source_tokens = 1024;  // longer inputs are truncated (memory stays bounded); logged
   std::string progress_label;    // "[translate]": a progress line on a terminal (util/progress.h); "" = none
   bool return_pieces = false;    // fill Translation's src_pieces/tgt_pieces (return_attention does too)
-  // Minimum Bayes risk reordering of each line's hypotheses (decoding/mbr.h; decode.mbr): "none",
-  // "bleu" or "chrf"; the hypotheses compared: beam search's best mbr_candidates (0 or more than
+  // Minimum Bayes risk reordering of each line's hypotheses (decoding/mbr.h; decode.mbr): none,
+  // bleu or chrf; the hypotheses compared: beam search's best mbr_candidates (0 or more than
   // beam_size: the whole beam), or mbr_candidates samples. search.n_best of them are returned.
-  std::string mbr = decode_defaults().mbr;
+  MbrMetric mbr = decode_defaults().mbr;
   int mbr_candidates = decode_defaults().mbr_candidates;
 };
 

@@ -8,10 +8,12 @@
 #pragma once
 #include <string>
 
+#include "util/choices.h"
+
 namespace attnmt {
 
 // InputError (naming the flag or file) for another precision or an unreadable model; nothing is
 // written then.
-void export_model_file(const std::string& input, const std::string& output, const std::string& precision);
+void export_model_file(const std::string& input, const std::string& output, DecodePrecision precision);
 
 }  // namespace attnmt

@@ -31,7 +31,7 @@ DecoderStepState DecoderStepState::index_select(const torch::Tensor& index) cons
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
-    : config_(config), luong_(config.decoder.style == "luong") {
+    : config_(config), luong_(config.decoder.style == DecoderStyle::luong) {
   const auto& dec = config.decoder;
   const int64_t H = dec.hidden_size;
   const int64_t E = config.embedding_size;
@@ -41,22 +41,32 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
   const int64_t dynamic = luong_ ? (dec.input_feeding ? H : 0) : ctx;
   rnn_ = register_module("rnn", RnnStack(dec.rnn, E, dynamic, H, dec.layers, dec.dropout));
   const int64_t final_size = config.encoder.hidden_size * (config.encoder.bidirectional ? 2 : 1);
-  if (dec.init == "bridge") {
-    bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, dec.layers * H));
-    if (rnn_->is_lstm()) {
-      bridge_c_ = register_module("bridge_c", torch::nn::Linear(final_size, dec.layers * H));
+  switch (dec.init) {
+    case DecoderInit::bridge:
+      bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, dec.layers * H));
+      if (rnn_->is_lstm()) {
+        bridge_c_ = register_module("bridge_c", torch::nn::Linear(final_size, dec.layers * H));
+      }
+      break;
+    case DecoderInit::tanh_bridge:
+      bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, H));
+      break;
+    case DecoderInit::encoder_relu_bridge: {
+      // One square layer over each direction's states of all layers (OpenNMT-py's total_hidden_dim).
+      const int64_t n = config.encoder.hidden_size * config.encoder.layers;
+      relu_bridge_h_ = register_module("relu_bridge_h", torch::nn::Linear(n, n));
+      if (rnn_->is_lstm()) relu_bridge_c_ = register_module("relu_bridge_c", torch::nn::Linear(n, n));
+      break;
     }
-  } else if (dec.init == "tanh_bridge") {
-    bridge_h_ = register_module("bridge_h", torch::nn::Linear(final_size, H));
-  } else if (dec.init == "encoder_relu_bridge") {
-    // One square layer over each direction's states of all layers (OpenNMT-py's total_hidden_dim).
-    const int64_t n = config.encoder.hidden_size * config.encoder.layers;
-    relu_bridge_h_ = register_module("relu_bridge_h", torch::nn::Linear(n, n));
-    if (rnn_->is_lstm()) relu_bridge_c_ = register_module("relu_bridge_c", torch::nn::Linear(n, n));
-  } else if (dec.init == "encoder_linear") {
-    // fairseq's encoder_hidden_proj / encoder_cell_proj: one Linear for every layer's final state.
-    linear_bridge_h_ = register_module("linear_bridge_h", torch::nn::Linear(final_size, H));
-    if (rnn_->is_lstm()) linear_bridge_c_ = register_module("linear_bridge_c", torch::nn::Linear(final_size, H));
+    case DecoderInit::encoder_linear:
+      // fairseq's encoder_hidden_proj / encoder_cell_proj: one Linear for every layer's final state.
+      linear_bridge_h_ = register_module("linear_bridge_h", torch::nn::Linear(final_size, H));
+      if (rnn_->is_lstm()) linear_bridge_c_ = register_module("linear_bridge_c", torch::nn::Linear(final_size, H));
+      break;
+    case DecoderInit::encoder:
+    case DecoderInit::last:
+    case DecoderInit::zero:
+      break;  // no parameters
   }
   const int64_t intra = dec.self_attention ? H : 0;
   const int64_t combine_in = (luong_ ? ctx + H : H + ctx + E) + intra;
@@ -96,38 +106,46 @@ std::vector<torch::Tensor> DecoderImpl::relu_bridge(torch::nn::Linear linear,
 DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const AttentionMemory& memory) {
   const auto L = config_.decoder.layers;
   const auto H = config_.decoder.hidden_size;
-  const auto& init = config_.decoder.init;
   const bool lstm = rnn_->is_lstm();
   DecoderStepState state;
   auto same_for_every_layer = [&](const torch::Tensor& x) {
     state.rnn.h.assign(static_cast<size_t>(L), x);
     if (lstm) state.rnn.c.assign(static_cast<size_t>(L), x);
   };
-  if (init == "bridge") {
-    auto h0 = torch::tanh(bridge_h_(encoded.final_h)).chunk(L, 1);  // L x [B, H]
-    state.rnn.h.assign(h0.begin(), h0.end());
-    if (lstm) {
-      // The LSTM cell starts from its own bridge of the encoder's final outputs.
-      auto c0 = bridge_c_(encoded.final_h).chunk(L, 1);
-      state.rnn.c.assign(c0.begin(), c0.end());
+  switch (config_.decoder.init) {
+    case DecoderInit::bridge: {
+      auto h0 = torch::tanh(bridge_h_(encoded.final_h)).chunk(L, 1);  // L x [B, H]
+      state.rnn.h.assign(h0.begin(), h0.end());
+      if (lstm) {
+        // The LSTM cell starts from its own bridge of the encoder's final outputs.
+        auto c0 = bridge_c_(encoded.final_h).chunk(L, 1);
+        state.rnn.c.assign(c0.begin(), c0.end());
+      }
+      break;
     }
-  } else if (init == "encoder") {
-    state.rnn.h = encoded.layer_h;
-    if (lstm) state.rnn.c = encoded.layer_c;
-  } else if (init == "encoder_relu_bridge") {
-    state.rnn.h = relu_bridge(relu_bridge_h_, encoded.layer_h);
-    if (lstm) state.rnn.c = relu_bridge(relu_bridge_c_, encoded.layer_c);
-  } else if (init == "encoder_linear") {
-    for (const auto& h : encoded.layer_h) state.rnn.h.push_back(linear_bridge_h_(h));
-    if (lstm) {
-      for (const auto& c : encoded.layer_c) state.rnn.c.push_back(linear_bridge_c_(c));
-    }
-  } else if (init == "tanh_bridge") {
-    same_for_every_layer(torch::tanh(bridge_h_(encoded.final_h)));
-  } else if (init == "last") {
-    same_for_every_layer(encoded.final_h.size(1) == H ? encoded.final_h : encoded.final_h.slice(1, 0, H));
-  } else {  // zero
-    same_for_every_layer(torch::zeros({encoded.final_h.size(0), H}, encoded.final_h.options()));
+    case DecoderInit::encoder:
+      state.rnn.h = encoded.layer_h;
+      if (lstm) state.rnn.c = encoded.layer_c;
+      break;
+    case DecoderInit::encoder_relu_bridge:
+      state.rnn.h = relu_bridge(relu_bridge_h_, encoded.layer_h);
+      if (lstm) state.rnn.c = relu_bridge(relu_bridge_c_, encoded.layer_c);
+      break;
+    case DecoderInit::encoder_linear:
+      for (const auto& h : encoded.layer_h) state.rnn.h.push_back(linear_bridge_h_(h));
+      if (lstm) {
+        for (const auto& c : encoded.layer_c) state.rnn.c.push_back(linear_bridge_c_(c));
+      }
+      break;
+    case DecoderInit::tanh_bridge:
+      same_for_every_layer(torch::tanh(bridge_h_(encoded.final_h)));
+      break;
+    case DecoderInit::last:
+      same_for_every_layer(encoded.final_h.size(1) == H ? encoded.final_h : encoded.final_h.slice(1, 0, H));
+      break;
+    case DecoderInit::zero:
+      same_for_every_layer(torch::zeros({encoded.final_h.size(0), H}, encoded.final_h.options()));
+      break;
   }
   if (luong_ && config_.decoder.input_feeding) state.feed = torch::zeros_like(state.rnn.h[0]);
   state.attention = attention_->initial_state(memory);

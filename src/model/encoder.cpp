@@ -17,7 +17,7 @@ EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size, bo
     const int64_t in = l == 0 ? embedding_size : output_size_;
     for (int64_t d = 0; d < directions; ++d) {
       const auto name = std::string(d == 0 ? "fwd_" : "bwd_") + std::to_string(l);
-      if (config.rnn == "lstm") {
+      if (config.rnn == RnnType::lstm) {
         lstm_.push_back(register_module(
             name, torch::nn::LSTM(torch::nn::LSTMOptions(in, config.hidden_size).batch_first(true))));
       } else {

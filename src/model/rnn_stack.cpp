@@ -7,9 +7,9 @@
 
 namespace attnmt {
 
-RnnStackImpl::RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t dynamic_size,
+RnnStackImpl::RnnStackImpl(RnnType rnn, int64_t static_size, int64_t dynamic_size,
                            int64_t hidden, int64_t layers, double dropout)
-    : lstm_(rnn == "lstm"), hidden_(hidden), layers_(layers), gates_((rnn == "lstm" ? 4 : 3) * hidden),
+    : lstm_(rnn == RnnType::lstm), hidden_(hidden), layers_(layers), gates_((rnn == RnnType::lstm ? 4 : 3) * hidden),
       dropout_(dropout) {
   // PyTorch's RNN initialisation: U(-1/sqrt(H), 1/sqrt(H)) for every weight and bias.
   const double k = 1.0 / std::sqrt(static_cast<double>(hidden));

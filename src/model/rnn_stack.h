@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "util/choices.h"
 #include "model/product.h"
 
 namespace attnmt {
@@ -29,7 +30,7 @@ struct RnnProducts {
 
 class RnnStackImpl : public torch::nn::Module {
  public:
-  RnnStackImpl(const std::string& rnn, int64_t static_size, int64_t dynamic_size, int64_t hidden,
+  RnnStackImpl(RnnType rnn, int64_t static_size, int64_t dynamic_size, int64_t hidden,
                int64_t layers, double dropout);
 
   // [..., static_size] -> [..., gates]: layer 0's input projection of the static input (+ bias).

@@ -38,8 +38,9 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab)
       (*embed)->weight[vocab.pad_id].zero_();
     }
   }
-  const bool layer_states = config.decoder.init == "encoder" || config.decoder.init == "encoder_relu_bridge" ||
-                            config.decoder.init == "encoder_linear";
+  const bool layer_states = config.decoder.init == DecoderInit::encoder ||
+                            config.decoder.init == DecoderInit::encoder_relu_bridge ||
+                            config.decoder.init == DecoderInit::encoder_linear;
   encoder_ = register_module("encoder", Encoder(config.encoder, E_src, layer_states));
   decoder_ = register_module("decoder", Decoder(config, encoder_->output_size()));
   const int64_t H = config.decoder.hidden_size;
@@ -73,7 +74,7 @@ void Seq2SeqImpl::read_source(const torch::Tensor& tokens, EncoderStream& stream
 }
 
 bool Seq2SeqImpl::decoder_keeps_across_reads() const {
-  return config_.decoder.init == "zero" && attention_streams(config_.attention);
+  return config_.decoder.init == DecoderInit::zero && attention_streams(config_.attention);
 }
 
 void check_wait_k_training(const ModelConfig& config, int64_t k) {
@@ -126,7 +127,7 @@ torch::Tensor Seq2SeqImpl::hidden_states(const torch::Tensor& src, const torch::
   if (wait_k_ > 0) {
     n = lengths - 1;
     positions = torch::arange(src.size(1), lengths.options()).unsqueeze(0);  // [1, S]
-    if (config_.decoder.init != "zero") {
+    if (config_.decoder.init != DecoderInit::zero) {
       // The decoder's initial state from the first min(k, n) tokens (all of them and the end of
       // sentence when k >= n), as the stream starts it.
       const auto read = torch::where(n > wait_k_, torch::full_like(n, wait_k_), lengths);

@@ -165,7 +165,7 @@ class PyTranslator {
     d["coverage_penalty"] = s.coverage_penalty;
     d["max_length_ratio"] = s.max_length_ratio;
     d["batch_size"] = defaults_.batch_size;
-    d["precision"] = loaded_.config.decode.precision;
+    d["precision"] = name_string(loaded_.config.decode.precision);
     d["device"] = loaded_.config.device;
     d["attention"] = loaded_.config.model.attention.type;
     return d;

@@ -9,7 +9,7 @@
 
 namespace attnmt {
 
-void configure_compute(int threads, const std::string& gemm) {
+void configure_compute(int threads, GemmBackend gemm) {
   use_gemm_backend(gemm);
   at::set_num_threads(threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
 }

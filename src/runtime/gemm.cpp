@@ -31,18 +31,20 @@ std::atomic<uint64_t> g_onednn_calls{0};
 
 bool onednn_gemm_available() { return kHaveOnednn; }
 
-void use_gemm_backend(const std::string& name) {
-  if (name == "auto") {
-    g_onednn = onednn_gemm_available();
-  } else if (name == "blas") {
-    g_onednn = false;
-  } else if (name == "onednn") {
-    if (!onednn_gemm_available()) {
-      throw InputError("config key 'gemm': 'onednn', but this build has no oneDNN (Debian: libdnnl-dev); use auto or blas");
-    }
-    g_onednn = true;
-  } else {
-    throw InputError("config key 'gemm': expected auto, onednn or blas, got '" + name + "'");
+void use_gemm_backend(GemmBackend backend) {
+  switch (backend) {
+    case GemmBackend::automatic:
+      g_onednn = onednn_gemm_available();
+      break;
+    case GemmBackend::blas:
+      g_onednn = false;
+      break;
+    case GemmBackend::onednn:
+      if (!onednn_gemm_available()) {
+        throw InputError("config key 'gemm': 'onednn', but this build has no oneDNN (Debian: libdnnl-dev); use auto or blas");
+      }
+      g_onednn = true;
+      break;
   }
 }
 

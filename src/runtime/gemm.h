@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <string>
 
+#include "util/choices.h"
+
 namespace attnmt {
 
-// "auto" (oneDNN where this build has it, else BLAS) | "onednn" | "blas" (config key `gemm`).
-// Throws InputError naming the key for another name, or for "onednn" in a build without oneDNN.
-void use_gemm_backend(const std::string& name);
+// automatic (oneDNN where this build has it, else BLAS) | onednn | blas (config key `gemm`).
+// Throws InputError naming the key for onednn in a build without oneDNN.
+void use_gemm_backend(GemmBackend backend);
 // What runs the products now: "oneDNN sgemm" or "BLAS sgemm".
 std::string gemm_description();
 // What runs a model's fp32 products: gemm_description() on the CPU, "the device's" on another device.

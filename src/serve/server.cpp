@@ -69,10 +69,10 @@ json error_body(const std::string& path, const std::string& message) {
 // search under attnmt's rules say which words are decided (serve/word_stream.h).
 std::string not_interactive_reason(const TranslateOptions& t) {
   if (t.search.rules != SearchRules::attnmt) {
-    return "it decodes with decode.search_rules " + search_rules_name(t.search.rules) + " (attnmt's rules only)";
+    return "it decodes with decode.search_rules " + name_string(t.search.rules) + " (attnmt's rules only)";
   }
   if (t.search.sampling) return "it decodes with decode.sampling (no word is decided before the end)";
-  if (t.mbr != "none") return "it decodes with decode.mbr " + t.mbr + " (which reranks at the end)";
+  if (t.mbr != MbrMetric::none) return "it decodes with decode.mbr " + name_string(t.mbr) + " (which reranks at the end)";
   return "";
 }
 

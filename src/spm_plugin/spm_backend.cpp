@@ -29,7 +29,7 @@ class Backend : public TokenizerBackend {
   std::string train(const std::string& model_prefix, const TokenizerConfig& config,
                     const std::vector<std::string>& sentences) override {
     // SentencePiece 0.1.97 has no seed option; with shuffling off, BPE training is deterministic.
-    const std::string args = "--model_prefix=" + model_prefix + " --model_type=" + config.model_type +
+    const std::string args = "--model_prefix=" + model_prefix + " --model_type=" + name_string(config.model_type) +
                              " --vocab_size=" + std::to_string(config.vocab_size) +
                              " --character_coverage=" + std::to_string(config.character_coverage) +
                              " --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3 --hard_vocab_limit=false" +

@@ -455,7 +455,7 @@ Distributed::Distributed(const DistributedEnv& env, const DistributedConfig& con
       impl_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(gloo_store, env_.rank, env_.world_size, options);
     }
 #ifdef ATTNMT_WITH_NCCL
-    const bool want_nccl = config_.backend == "nccl" || (config_.backend == "auto" && device_.is_cuda());
+    const bool want_nccl = config_.backend == DistBackend::nccl || (config_.backend == DistBackend::automatic && device_.is_cuda());
     if (want_nccl) {
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = timeout;
@@ -464,7 +464,7 @@ Distributed::Distributed(const DistributedEnv& env, const DistributedConfig& con
       impl_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(nccl_store, env_.rank, env_.world_size, nccl_options);
     }
 #else
-    if (config_.backend == "nccl") {
+    if (config_.backend == DistBackend::nccl) {
       throw InputError("distributed.backend: nccl asked for, but this attnmt was built without NCCL (use gloo)");
     }
 #endif
@@ -599,7 +599,7 @@ void Distributed::allreduce_gradients(const std::vector<torch::Tensor>& paramete
     c10::intrusive_ptr<c10d::Work> work;
   };
   std::vector<Bucket> buckets;
-  const bool fp16 = config_.compress == "fp16";
+  const bool fp16 = config_.compress == GradCompress::fp16;
   double scale = 1;
   if (fp16) {
     double largest = 0;

@@ -9,9 +9,9 @@ double scheduled_learning_rate(const TrainConfig& train, double current, int64_t
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   const double warmup = train.warmup_steps;
   double lr = current;
-  if (train.lr_schedule == "inverse_sqrt") {
+  if (train.lr_schedule == LrSchedule::inverse_sqrt) {
     lr = train.learning_rate * std::sqrt(warmup / std::max(s, warmup));
-  } else if (train.lr_schedule == "cosine") {
+  } else if (train.lr_schedule == LrSchedule::cosine) {
     const double span = std::max(1.0, static_cast<double>(train.max_steps) - warmup);
     const double done = std::clamp((s - warmup) / span, 0.0, 1.0);
     lr = train.min_learning_rate +
@@ -45,7 +45,7 @@ ValidationOutcome TrainingSchedule::after_validation(double score, bool schedule
   } else {  // a scheduled validation without improvement
     ++progress_.bad_validations;
     ++progress_.lr_bad_validations;
-    if (train_.lr_schedule == "plateau" && progress_.lr_bad_validations >= train_.lr_patience) {
+    if (train_.lr_schedule == LrSchedule::plateau && progress_.lr_bad_validations >= train_.lr_patience) {
       const double lr = std::max(train_.min_learning_rate, progress_.learning_rate * train_.lr_decay);
       if (lr < progress_.learning_rate) {
         outcome.decayed_from = progress_.learning_rate;

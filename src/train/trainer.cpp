@@ -177,14 +177,14 @@ void Trainer::build_model() {
   model_->set_wait_k(cfg_.train.wait_k);
   model_->to(device_);
   spdlog::info("[train] model: {} parameters, attention {}, {} decoder", model_->parameter_count(),
-               cfg_.model.attention.type, cfg_.model.decoder.style);
+               cfg_.model.attention.type, name_of(cfg_.model.decoder.style));
   const auto& t = cfg_.train;
   if (dist_->active()) {  // the same start everywhere (seeded alike already; this makes it certain)
     auto state = model_->parameters();
     for (auto& b : model_->buffers()) state.push_back(b);
     dist_->broadcast_tensors(state);
   }
-  if (t.optimizer == "adam") {
+  if (t.optimizer == Optimizer::adam) {
     optimizer_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
                                                       torch::optim::AdamOptions(t.learning_rate));
   } else {
@@ -387,7 +387,7 @@ torch::Tensor Trainer::replica_loss(int r, const std::vector<Example>& examples,
   std::vector<size_t> order(examples.size());
   std::iota(order.begin(), order.end(), 0);
   auto batch = make_batch(examples, order, device_);
-  const bool bf16 = cfg_.train.precision == "bf16";
+  const bool bf16 = cfg_.train.precision == TrainPrecision::bf16;
   CpuBf16Autocast autocast(bf16);  // train.precision: bf16, the forward pass
   auto hidden = model->hidden_states(batch.src, batch.lengths, batch.tgt_in).to(torch::kFloat);
   autocast.end();
@@ -410,7 +410,7 @@ ValidResult Trainer::validate() {
 }
 
 void Trainer::after_validation(const ValidResult& v, bool scheduled) {
-  const bool by_bleu = cfg_.train.valid_metric == "bleu";
+  const bool by_bleu = cfg_.train.valid_metric == ValidMetric::bleu;
   const auto outcome = schedule_.after_validation(v.score(cfg_.train), scheduled);
   if (outcome.decayed_from) {
     spdlog::info("[train] valid did not improve for {} validation(s): learning rate {:.3g} -> {:.3g}",
@@ -630,8 +630,8 @@ void Trainer::finish_training(std::optional<Progress>& bar) {
   bar->finish();
   if (last_validated_step_ != progress_.step) after_validation(validate(), /*scheduled=*/false);
   spdlog::info("[train] finished at step {} (epoch {}), {:.0f}s of training, best valid {} {:.2f}", progress_.step,
-               progress_.epoch, progress_.train_seconds, cfg_.train.valid_metric,
-               cfg_.train.valid_metric == "bleu" ? progress_.best_model_score : -progress_.best_model_score);
+               progress_.epoch, progress_.train_seconds, name_of(cfg_.train.valid_metric),
+               cfg_.train.valid_metric == ValidMetric::bleu ? progress_.best_model_score : -progress_.best_model_score);
   evaluate_test();
 }
 
@@ -657,13 +657,13 @@ void Trainer::write_start_record(const std::string& bf16_class, int64_t batches_
   start.step = progress_.step;
   start.parameters = model_->parameter_count();
   start.attention = cfg_.model.attention.type;
-  start.decoder_style = cfg_.model.decoder.style;
+  start.decoder_style = name_string(cfg_.model.decoder.style);
   start.threads = torch::get_num_threads();
   start.replicas = replicas_->count();
   start.blas = blas_description();
   start.malloc = malloc_description();
   start.gemm = gemm_description(device_.is_cpu());
-  start.precision = cfg_.train.precision;
+  start.precision = name_string(cfg_.train.precision);
   start.bf16_kernel = bf16_class;
   start.cpu_flags = kernel_flags(this_cpu_flags());
   start.device = device_.str();
@@ -686,7 +686,7 @@ void Trainer::run() {
   device_ = parse_device(cfg_.device);
   // bf16 is CPU autocast with attnmt's own bfloat16 kernels; on a GPU it would leave the
   // recurrences in fp32 and cast only the output layer, so it is refused rather than half-applied.
-  if (!device_.is_cpu() && cfg_.train.precision == "bf16") {
+  if (!device_.is_cpu() && cfg_.train.precision == TrainPrecision::bf16) {
     throw InputError("train.precision: bf16 runs on the CPU only (device '" + cfg_.device +
                      "'); set train.precision: fp32");
   }
@@ -728,7 +728,7 @@ void Trainer::start_and_train(bool debug) {
   // The kernels the products run on: bf16's class on this CPU (util/cpu_kernels.h), fp32's library.
   const std::string bf16_class = device_.is_cpu() ? bf16_kernel_name(bf16_kernel(this_cpu_flags())) : "";
   spdlog::info("[train] {} threads ({}{}, {}), {} replica(s), device {}, {} batches per epoch{}", torch::get_num_threads(),
-               cfg_.train.precision == "bf16" ? "bf16 products: " + bf16_class + ", fp32: " : "",
+               cfg_.train.precision == TrainPrecision::bf16 ? "bf16 products: " + bf16_class + ", fp32: " : "",
                gemm_description(device_.is_cpu()), blas_description(), replicas_->count(), device_.str(), batches_per_epoch,
                dist_->active() ? fmt::format(" ({} processes, {}, batch {} per process)", dist_->world_size(),
                                              dist_->backend(), cfg_.train.batch_tokens > 0 ? cfg_.train.batch_tokens : cfg_.train.batch_size)
@@ -750,7 +750,7 @@ void Trainer::start_and_train(bool debug) {
 // train.allow_slow_bf16. bf16 on a GPU is refused in Trainer::run.
 static void check_bf16_kernels(const TrainRequest& request) {
   const Config& cfg = request.config;
-  if (cfg.train.precision != "bf16" || !parse_device(cfg.device).is_cpu()) return;
+  if (cfg.train.precision != TrainPrecision::bf16 || !parse_device(cfg.device).is_cpu()) return;
   const auto& flags = this_cpu_flags();
   if (has_native_bf16(flags)) return;
   if (cfg.train.allow_slow_bf16) {

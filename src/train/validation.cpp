@@ -39,7 +39,7 @@ ValidResult Validation::validate(Seq2Seq& model) const {
   model->eval();
   ValidResult r;
   r.ppl = teacher_forced_nll(model, data_.examples, config_.train.batch_size, device_).perplexity();
-  if (config_.train.valid_metric == "bleu") {
+  if (config_.train.valid_metric == ValidMetric::bleu) {
     TranslateOptions options = translate_options(config_.decode);
     options.search.beam_size = config_.train.valid_beam_size;
     options.search.sampling = false;

@@ -24,7 +24,7 @@ struct ValidResult {
   double bleu = 0;  // train.valid_metric: bleu
   double chrf = 0;
   // Higher is better: the BLEU, or minus the perplexity (train.valid_metric).
-  double score(const TrainConfig& train) const { return train.valid_metric == "bleu" ? bleu : -ppl; }
+  double score(const TrainConfig& train) const { return train.valid_metric == ValidMetric::bleu ? bleu : -ppl; }
 };
 
 struct TestResult {

@@ -16,6 +16,25 @@
 using attnmt::Config;
 using attnmt::InputError;
 using attnmt::parse_config;
+// The choice keys' enums and names (util/choices.h).
+using attnmt::choice_named;
+using attnmt::config_to_yaml;
+using attnmt::DecodePrecision;
+using attnmt::DecoderInit;
+using attnmt::DecoderStyle;
+using attnmt::DistBackend;
+using attnmt::find_key_info;
+using attnmt::GemmBackend;
+using attnmt::LrSchedule;
+using attnmt::name_of;
+using attnmt::Optimizer;
+using attnmt::parse_choice;
+using attnmt::RnnType;
+using attnmt::SearchRules;
+using attnmt::SubwordModel;
+using attnmt::TokenizerType;
+using attnmt::ValidMetric;
+using attnmt::WaitKPolicy;
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using Catch::Matchers::StartsWith;
@@ -145,16 +164,16 @@ TEST_CASE("config: struct defaults are valid and survive an empty-ish YAML", "[c
   const Config c = parse_config("model: {}\n", "cfg.yaml");
   CHECK(c.data.max_length == 100);
   CHECK(c.data.train.src.empty());
-  CHECK(c.tokenizer.type == "sentencepiece");
-  CHECK(c.tokenizer.model_type == "bpe");
+  CHECK(c.tokenizer.type == TokenizerType::sentencepiece);
+  CHECK(c.tokenizer.model_type == SubwordModel::bpe);
   CHECK(c.tokenizer.vocab_size == 8000);
   CHECK(c.tokenizer.shared);
   CHECK(c.model.embedding_size == 256);
-  CHECK(c.model.encoder.rnn == "lstm");
+  CHECK(c.model.encoder.rnn == RnnType::lstm);
   CHECK(c.model.encoder.bidirectional);
   CHECK(c.model.encoder.layers == 2);
   CHECK(c.model.encoder.dropout == 0.3);
-  CHECK(c.model.decoder.style == "luong");
+  CHECK(c.model.decoder.style == DecoderStyle::luong);
   CHECK(c.model.decoder.input_feeding);
   CHECK(c.model.attention.type == "luong_general");
   CHECK(c.model.attention.window == 10);
@@ -163,7 +182,7 @@ TEST_CASE("config: struct defaults are valid and survive an empty-ish YAML", "[c
   CHECK(c.train.batch_size == 64);
   CHECK(c.train.learning_rate == 1e-3);
   CHECK(c.train.label_smoothing == 0.1);
-  CHECK(c.train.valid_metric == "bleu");
+  CHECK(c.train.valid_metric == ValidMetric::bleu);
   CHECK(c.train.seed == 1234u);
   CHECK(c.decode.beam_size == 5);
   CHECK(c.decode.length_penalty == 0.6);
@@ -183,18 +202,18 @@ TEST_CASE("config: a full YAML is parsed to the exact values", "[config]") {
   CHECK(c.data.test.src == "test 2016.de");
   CHECK(c.data.test.tgt == "test 2016.en");
   CHECK(c.data.max_length == 80);
-  CHECK(c.tokenizer.model_type == "unigram");
+  CHECK(c.tokenizer.model_type == SubwordModel::unigram);
   CHECK(c.tokenizer.vocab_size == 16000);
   CHECK_FALSE(c.tokenizer.shared);
   CHECK(c.tokenizer.character_coverage == 0.9995);
   CHECK(c.model.embedding_size == 512);
-  CHECK(c.model.encoder.rnn == "gru");
+  CHECK(c.model.encoder.rnn == RnnType::gru);
   CHECK_FALSE(c.model.encoder.bidirectional);
   CHECK(c.model.encoder.layers == 3);
   CHECK(c.model.encoder.hidden_size == 384);
   CHECK(c.model.encoder.dropout == 0.25);
-  CHECK(c.model.decoder.rnn == "gru");
-  CHECK(c.model.decoder.style == "bahdanau");
+  CHECK(c.model.decoder.rnn == RnnType::gru);
+  CHECK(c.model.decoder.style == DecoderStyle::bahdanau);
   CHECK(c.model.decoder.layers == 1);
   CHECK(c.model.decoder.hidden_size == 768);
   CHECK_FALSE(c.model.decoder.input_feeding);
@@ -214,16 +233,16 @@ TEST_CASE("config: a full YAML is parsed to the exact values", "[config]") {
   CHECK(c.train.batch_tokens == 4096);
   CHECK(c.train.max_steps == 20000);
   CHECK(c.train.max_epochs == 15);
-  CHECK(c.train.optimizer == "sgd");
+  CHECK(c.train.optimizer == Optimizer::sgd);
   CHECK(c.train.learning_rate == 3e-4);
   CHECK(c.train.clip_norm == 1.0);
   CHECK(c.train.label_smoothing == 0.0);
-  CHECK(c.train.lr_schedule == "constant");
+  CHECK(c.train.lr_schedule == LrSchedule::constant);
   CHECK(c.train.lr_decay == 0.7);
   CHECK(c.train.lr_patience == 3);
   CHECK(c.train.min_learning_rate == 1e-6);
   CHECK(c.train.valid_every == 500);
-  CHECK(c.train.valid_metric == "ppl");
+  CHECK(c.train.valid_metric == ValidMetric::ppl);
   CHECK(c.train.valid_beam_size == 4);
   CHECK(c.train.patience == 5);
   CHECK(c.train.keep_checkpoints == 2);
@@ -254,7 +273,7 @@ TEST_CASE("config: overrides beat the YAML, later overrides beat earlier ones", 
   CHECK(c.decode.beam_size == 2);
   CHECK(c.train.learning_rate == 0.5);
   CHECK(c.model.decoder.layers == 4);
-  CHECK(c.model.decoder.style == "luong");
+  CHECK(c.model.decoder.style == DecoderStyle::luong);
   CHECK(c.model.decoder.hidden_size == 768);  // a map override sets only its keys
   CHECK(c.threads == 3);
   CHECK(c.data.test.src.empty());
@@ -474,7 +493,7 @@ TEST_CASE("config: values of the wrong type", "[config]") {
   CHECK_THAT(parse_error("model: {encoder: {dropout: }}\n"),
              Contains("model.encoder.dropout: expected a number, got an empty value"));
   CHECK_THAT(parse_error("model:\n  encoder:\n    rnn: {a: 1}\n"),
-             Contains("model.encoder.rnn: expected a string, got a map") && Contains("(line 3)"));
+             Contains("model.encoder.rnn: expected one of {lstm, gru}, got a map") && Contains("(line 3)"));
   CHECK_THAT(parse_error("model: {encoder: {layers: [1, 2]}}\n"),
              Contains("model.encoder.layers: expected an integer, got a list"));
   CHECK_THAT(parse_error("data: {train: {src: [a.de]}}\n"),
@@ -548,27 +567,12 @@ const InvalidCase kInvalid[] = {
     {{"distributed.timeout=0"}, "distributed.timeout must be > 0 (seconds), got 0.0"},
     {{"distributed.bucket_mb=-1"}, "distributed.bucket_mb must be > 0, got -1.0"},
     {{"threads=-1"}, "threads must be >= 0 (0 = number of cores), got -1"},
-    // Choices.
-    {{"model.encoder.rnn=rnm"}, "model.encoder.rnn must be one of {lstm, gru}, got 'rnm'"},
-    {{"model.decoder.style=bahdanu"}, "model.decoder.style must be one of {luong, bahdanau}, got 'bahdanu'"},
-    {{"tokenizer.type=bpe"}, "tokenizer.type must be one of {sentencepiece, none}, got 'bpe'"},
-    {{"tokenizer.model_type=char"}, "tokenizer.model_type must be one of {bpe, unigram}, got 'char'"},
-    {{"train.optimizer=adagrad"}, "train.optimizer must be one of {adam, sgd}, got 'adagrad'"},
-    {{"train.lr_schedule=linear"},
-     "train.lr_schedule must be one of {plateau, constant, inverse_sqrt, cosine}, got 'linear'"},
-    {{"train.valid_metric=chrf"}, "train.valid_metric must be one of {bleu, ppl}, got 'chrf'"},
-    {{"model.attention.score=mlp"},
-     "model.attention.score must be one of {dot, scaled_dot, general, concat}, got 'mlp'"},
-    {{"distributed.backend=mpi"}, "distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"},
-    {{"gemm=mkl"}, "gemm must be one of {auto, onednn, blas}, got 'mkl'"},
+    // Not choices (the YAML reader refuses an unknown choice at once: "config: a choice ..." below).
     {{"device=gpu"}, "device must be cpu, cuda or cuda:N, got 'gpu'"},
     {{"device=\"cuda:\""}, "device must be cpu, cuda or cuda:N, got 'cuda:'"},
     {{"device=cuda:-1"}, "device must be cpu, cuda or cuda:N, got 'cuda:-1'"},
     {{"device=CPU"}, "device must be cpu, cuda or cuda:N, got 'CPU'"},
     {{"model.attention.type="}, "model.attention.type must be set (an attention name), got ''"},
-    {{"train.precision=int8"},
-     "train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision int8); training "
-     "takes fp32 or bf16"},
     // Rules between keys.
     {{"decode.n_best=6"}, "decode.n_best must be in [1, decode.beam_size=5], got 6"},
     {{"train.lr_schedule=inverse_sqrt"},
@@ -612,6 +616,68 @@ TEST_CASE("config: validation names the key and the value", "[config]") {
           {"device=cuda"}, {"decode.n_best=5"}, {"model.attention.type=my_new_attention"}}) {
       CHECK(parse_error("threads: 0\n", ok).empty());
     }
+  }
+}
+
+TEST_CASE("config: a choice is read into its enum, and an unknown name is refused where it is written", "[config]") {
+  // The names come from util/choices.h, through the key table's rule.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"model.encoder.rnn=rnm", "model.encoder.rnn must be one of {lstm, gru}, got 'rnm'"},
+      {"model.decoder.style=bahdanu", "model.decoder.style must be one of {luong, bahdanau}, got 'bahdanu'"},
+      {"model.decoder.init=brige",
+       "model.decoder.init must be one of {bridge, encoder, encoder_relu_bridge, encoder_linear, tanh_bridge, last, "
+       "zero}, got 'brige'"},
+      {"tokenizer.type=bpe", "tokenizer.type must be one of {sentencepiece, none}, got 'bpe'"},
+      {"tokenizer.model_type=char", "tokenizer.model_type must be one of {bpe, unigram}, got 'char'"},
+      {"train.optimizer=adagrad", "train.optimizer must be one of {adam, sgd}, got 'adagrad'"},
+      {"train.lr_schedule=linear", "train.lr_schedule must be one of {plateau, constant, inverse_sqrt, cosine}, got 'linear'"},
+      {"train.valid_metric=chrf", "train.valid_metric must be one of {bleu, ppl}, got 'chrf'"},
+      {"decode.precision=fp16", "decode.precision must be one of {fp32, bf16, int8, auto}, got 'fp16'"},
+      {"decode.mbr=ter", "decode.mbr must be one of {none, bleu, chrf}, got 'ter'"},
+      {"decode.search_rules=marian", "decode.search_rules must be one of {attnmt, opennmt, opennmt3, joeynmt, fairseq}, got 'marian'"},
+      {"decode.wait_k_policy=pre", "decode.wait_k_policy must be one of {replay, prefix}, got 'pre'"},
+      {"distributed.backend=mpi", "distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"},
+      {"distributed.compress=int8", "distributed.compress must be one of {none, fp16}, got 'int8'"},
+      {"gemm=mkl", "gemm must be one of {auto, onednn, blas}, got 'mkl'"},
+      {"model.encoder.rnn=", "model.encoder.rnn must be one of {lstm, gru}, got ''"},
+      {"train.precision=int8",
+       "train.precision: int8 is for decoding only (decode.precision: int8, or translate --precision int8); training "
+       "takes fp32 or bf16"},
+  };
+  for (const auto& [setting, message] : refused) {
+    DYNAMIC_SECTION(setting) {
+      CHECK_THAT(parse_error("threads: 0\n", {setting}), Equals("override '" + setting + "': " + message));
+    }
+  }
+  SECTION("in a file: its line") {
+    CHECK_THAT(parse_error("threads: 0\nmodel:\n  decoder:\n    init: brige\n"),
+               Equals("'cfg.yaml': model.decoder.init must be one of {bridge, encoder, encoder_relu_bridge, "
+                      "encoder_linear, tanh_bridge, last, zero}, got 'brige' (line 4)"));
+    CHECK_THAT(parse_error("decode:\n  precision: [int8]\n"),
+               Contains("decode.precision: expected one of {fp32, bf16, int8, auto}"));
+  }
+  SECTION("each name read, written back and listed as the key table's allowed values") {
+    const auto c = parse_config("decode:\n  precision: auto\n  search_rules: fairseq\n  max_length: 9\n"
+                                "model:\n  decoder:\n    init: encoder_linear\ndistributed:\n  backend: gloo\n",
+                                "cfg.yaml");
+    CHECK(c.decode.precision == DecodePrecision::automatic);
+    CHECK(c.decode.search_rules == SearchRules::fairseq);
+    CHECK(c.model.decoder.init == DecoderInit::encoder_linear);
+    CHECK(c.distributed.backend == DistBackend::gloo);
+    const std::string yaml = config_to_yaml(c);
+    CHECK_THAT(yaml, Contains("precision: \"auto\""));
+    CHECK_THAT(yaml, Contains("init: \"encoder_linear\""));
+    CHECK(config_to_yaml(parse_config(yaml, "again.yaml")) == yaml);
+    CHECK(find_key_info("model.decoder.init")->allowed ==
+          "`bridge`, `encoder`, `encoder_relu_bridge`, `encoder_linear`, `tanh_bridge`, `last`, `zero`");
+    CHECK(find_key_info("decode.precision")->type == "string");
+  }
+  SECTION("a flag's value outside a config file") {
+    CHECK(parse_choice<WaitKPolicy>("--wait-k-policy", "prefix") == WaitKPolicy::prefix);
+    CHECK_THAT(error_of([] { parse_choice<WaitKPolicy>("--wait-k-policy", "pre"); }),
+               Equals("--wait-k-policy must be one of {replay, prefix}, got 'pre'"));
+    CHECK(name_of(DecodePrecision::automatic) == "auto");
+    CHECK_FALSE(choice_named<GemmBackend>("automatic"));
   }
 }
 

@@ -19,7 +19,7 @@ TEST_CASE("dataset: encoding on several threads gives the one-thread dataset", "
   const auto dir = fs::temp_directory_path() / ("attnmt_dataset_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   attnmt::TokenizerConfig config;
-  config.type = "none";
+  config.type = attnmt::TokenizerType::none;
   config.vocab_size = 40;
   attnmt::ParallelText text;
   // 5,000 pairs of 0-12 words: some empty (skipped as empty), some over 10 words (too long).

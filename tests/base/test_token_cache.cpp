@@ -63,7 +63,7 @@ struct Fixture {
   }
   attnmt::Tokenizers train_words(const std::string& name, int vocab) const {
     attnmt::TokenizerConfig config;
-    config.type = "none";
+    config.type = attnmt::TokenizerType::none;
     config.vocab_size = vocab;
     std::vector<std::string> both(text.src);
     both.insert(both.end(), text.tgt.begin(), text.tgt.end());
@@ -332,13 +332,13 @@ TEST_CASE("MemoEncoder gives Tokenizer::encode's ids (SentencePiece bpe and unig
   const std::vector<std::string> odd = {"  zwei  Hunde\tspielen ", "ein\xC2\xA0Mann\xE3\x80\x80im Park", "\xEF\xBC\xA1\xEF\xBC\xA2 \xEF\xAC\x81sh",
                                         "Cafe\xCC\x81 Caf\xC3\xA9", " ", "", "\t", "x  \t  y", "<x> a<x>b"};
   lines.insert(lines.end(), odd.begin(), odd.end());
-  for (const char* model_type : {"bpe", "unigram"}) {
+  for (const auto model_type : {attnmt::SubwordModel::bpe, attnmt::SubwordModel::unigram}) {
     attnmt::TokenizerConfig config;
     config.model_type = model_type;
     config.vocab_size = 2000;
     config.user_defined_symbols = "<x>";
     const std::vector<std::string> sample(lines.begin(), lines.begin() + 8000);
-    const auto prefix = (dir / model_type).string();
+    const auto prefix = (dir / attnmt::name_string(model_type)).string();
     Tokenizer::train(sample, prefix, config, 1);
     const Tokenizer tok(prefix + ".model");
     attnmt::MemoEncoder memo(tok);

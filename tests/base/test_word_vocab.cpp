@@ -17,13 +17,13 @@ TEST_CASE("word vocabulary: the most frequent tokens, whitespace-split, joined b
   const auto dir = fs::temp_directory_path() / ("attnmt_word_vocab_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   attnmt::TokenizerConfig config;
-  config.type = "none";
+  config.type = attnmt::TokenizerType::none;
   config.vocab_size = 7;  // the 4 special ids + 3 tokens
   // counts: the 4, a@@ 3, dog 2, cat 2 (tie: byte order keeps "cat"), sat 1
   const std::vector<std::string> text{"the a@@ dog", "the\tcat  sat ", "the a@@ cat", "the a@@ dog", ""};
   Tokenizer::train(text, (dir / "w").string(), config, 1);
   Tokenizer t((dir / "w.model").string());
-  CHECK(t.type() == "none");
+  CHECK(t.type() == attnmt::TokenizerType::none);
   CHECK(t.vocab_size() == 7);
   CHECK(t.piece(4) == "the");
   CHECK(t.piece(5) == "a@@");
@@ -41,7 +41,7 @@ TEST_CASE("word vocabulary: the most frequent tokens, whitespace-split, joined b
 
   // Model files store it as bytes; they load back as the same vocabulary.
   const auto again = Tokenizer::from_bytes(t.serialized(), "test");
-  CHECK(again.type() == "none");
+  CHECK(again.type() == attnmt::TokenizerType::none);
   CHECK(again.encode("the cat") == t.encode("the cat"));
   // A damaged vocabulary is refused with a message.
   CHECK_THROWS_AS(Tokenizer::from_bytes("attnmt-word-vocab 1\n<pad>\n<unk>\n", "test"), attnmt::InputError);

@@ -22,11 +22,11 @@ inline ModelConfig sized_config(int64_t embedding, int64_t encoder_hidden, int64
 // An RNN kind on both sides and a decoder style with its usual attention (Luong: luong_general;
 // Bahdanau: bahdanau), tied embeddings: the grid the decoding kernels are tested over.
 inline ModelConfig styled_config(int64_t embedding, int64_t encoder_hidden, int64_t decoder_hidden,
-                                 const std::string& rnn, const std::string& style) {
+                                 RnnType rnn, DecoderStyle style) {
   auto config = sized_config(embedding, encoder_hidden, decoder_hidden);
   config.encoder.rnn = config.decoder.rnn = rnn;
   config.decoder.style = style;
-  config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
+  config.attention.type = style == DecoderStyle::luong ? "luong_general" : "bahdanau";
   config.tie_embeddings = true;
   return config;
 }

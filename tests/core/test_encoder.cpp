@@ -30,7 +30,7 @@ torch::Tensor reference_states(Encoder& encoder, const torch::Tensor& x, int64_t
 }
 
 // A 2-layer bidirectional encoder (12 per direction) over 10-wide embeddings, in eval mode.
-Encoder small_encoder(uint64_t seed, const std::string& rnn = "lstm") {
+Encoder small_encoder(uint64_t seed, RnnType rnn = RnnType::lstm) {
   torch::manual_seed(seed);
   EncoderConfig config;
   config.rnn = rnn;
@@ -84,7 +84,7 @@ TEST_CASE("encoder on packed weights (decoding) equals its LibTorch LSTMs", "[mo
   if (is_packed(*bf16.ih[0])) CHECK(diff > 0);  // it does run in bfloat16
 
   // A GRU encoder has nothing to pack and runs as before.
-  auto gru = small_encoder(12, "gru");
+  auto gru = small_encoder(12, RnnType::gru);
   const auto none = gru->products(ExecutionMode::packed(ProductPrecision::kFp32));
   REQUIRE(none.ih.empty());
   CHECK(torch::equal(gru->forward(embedded, lengths).states, gru->forward(embedded, lengths, none).states));

@@ -327,7 +327,7 @@ TEST_CASE("PackedLinear int8: any row count, several threads, non-contiguous inp
 
 namespace {
 
-Seq2Seq small_model(const std::string& rnn, const std::string& style) {
+Seq2Seq small_model(RnnType rnn, DecoderStyle style) {
   torch::manual_seed(4);
   return test::eval_model(test::styled_config(24, 12, 24, rnn, style), 40, 60);
 }
@@ -352,12 +352,12 @@ double rescore(Seq2SeqStepModel& step_model, const torch::Tensor& src, const tor
 }  // namespace
 
 TEST_CASE("int8 decoding: close to fp32, and beam scores equal the int8 model's rescoring", "[int8][model]") {
-  for (const std::string rnn : {"lstm", "gru"}) {
-    for (const std::string style : {"luong", "bahdanau"}) {
-      SECTION(rnn + " " + style) {
+  for (const RnnType rnn : {RnnType::lstm, RnnType::gru}) {
+    for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau}) {
+      SECTION(name_string(rnn) + " " + name_string(style)) {
         auto model = small_model(rnn, style);
         torch::NoGradGuard no_grad;
-        Seq2SeqStepModel fp32(model, "fp32", true), int8(model, "int8", true), int8_unpacked(model, "int8", false);
+        Seq2SeqStepModel fp32(model, DecodePrecision::fp32, true), int8(model, DecodePrecision::int8, true), int8_unpacked(model, DecodePrecision::int8, false);
         REQUIRE(int8.packed());
         REQUIRE(int8_unpacked.packed());  // int8 has its own packed weights
         auto src = torch::randint(4, 40, {3, 6}, torch::kLong);

@@ -118,13 +118,13 @@ TEST_CASE("PackedLinear runs in several threads at once", "[packed]") {
 }
 
 TEST_CASE("decoding on packed weights gives LibTorch's log-probabilities and translations", "[packed][model]") {
-  for (const std::string rnn : {"lstm", "gru"}) {
-    for (const std::string style : {"luong", "bahdanau"}) {
-      SECTION(rnn + " " + style) {
+  for (const RnnType rnn : {RnnType::lstm, RnnType::gru}) {
+    for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau}) {
+      SECTION(name_string(rnn) + " " + name_string(style)) {
         torch::manual_seed(4);
         auto model = test::eval_model(test::styled_config(24, 12, 24, rnn, style), 40, 60);
         torch::NoGradGuard no_grad;
-        Seq2SeqStepModel plain(model, "fp32", false), packed(model, "fp32", true);
+        Seq2SeqStepModel plain(model, DecodePrecision::fp32, false), packed(model, DecodePrecision::fp32, true);
         REQUIRE_FALSE(plain.packed());
         REQUIRE(packed.packed() == packed_linear_available());
         auto src = torch::randint(4, 40, {3, 6}, torch::kLong);

@@ -7,6 +7,7 @@
 
 #include "train/schedule.h"
 
+using attnmt::LrSchedule;
 using attnmt::TrainConfig;
 using attnmt::TrainingProgress;
 using attnmt::TrainingSchedule;
@@ -16,7 +17,7 @@ TEST_CASE("learning-rate schedules: warm-up, inverse square root, cosine", "[tra
   t.learning_rate = 1e-3;
   t.min_learning_rate = 1e-5;
   SECTION("constant and plateau follow the current rate, warmed up linearly") {
-    for (const std::string schedule : {"constant", "plateau"}) {
+    for (const auto schedule : {LrSchedule::constant, LrSchedule::plateau}) {
       t.lr_schedule = schedule;
       t.warmup_steps = 0;
       CHECK(attnmt::scheduled_learning_rate(t, 5e-4, 1) == 5e-4);
@@ -28,7 +29,7 @@ TEST_CASE("learning-rate schedules: warm-up, inverse square root, cosine", "[tra
     }
   }
   SECTION("inverse_sqrt: lr * min(step / warmup, sqrt(warmup / step))") {
-    t.lr_schedule = "inverse_sqrt";
+    t.lr_schedule = LrSchedule::inverse_sqrt;
     t.warmup_steps = 100;
     for (int64_t step : {1, 50, 100, 101, 400, 10000}) {
       const double s = static_cast<double>(step);
@@ -37,7 +38,7 @@ TEST_CASE("learning-rate schedules: warm-up, inverse square root, cosine", "[tra
     }
   }
   SECTION("cosine: from lr after the warm-up to min_learning_rate at max_steps, then flat") {
-    t.lr_schedule = "cosine";
+    t.lr_schedule = LrSchedule::cosine;
     t.warmup_steps = 10;
     t.max_steps = 110;
     CHECK(attnmt::scheduled_learning_rate(t, 123.0, 5) == Approx(1e-3 * 0.5));
@@ -52,7 +53,7 @@ TEST_CASE("learning-rate schedules: warm-up, inverse square root, cosine", "[tra
 
 TEST_CASE("validations: best model, plateau decay and early stopping by the scheduled ones only", "[train][schedule]") {
   TrainConfig t;
-  t.lr_schedule = "plateau";
+  t.lr_schedule = LrSchedule::plateau;
   t.lr_patience = 2;
   t.lr_decay = 0.5;
   t.min_learning_rate = 0.3;
@@ -116,7 +117,7 @@ TEST_CASE("validations: best model, plateau decay and early stopping by the sche
 }
 
 TEST_CASE("only the plateau schedule decays on validations", "[train][schedule]") {
-  for (const std::string name : {"constant", "cosine", "inverse_sqrt"}) {
+  for (const auto name : {LrSchedule::constant, LrSchedule::cosine, LrSchedule::inverse_sqrt}) {
     TrainConfig t;
     t.lr_schedule = name;
     t.lr_patience = 1;

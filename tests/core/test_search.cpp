@@ -145,9 +145,9 @@ TEST_CASE("beam size 1 equals greedy on a real (random) model", "[search]") {
   config.encoder.hidden_size = 12;
   config.decoder.hidden_size = 20;
   config.encoder.layers = config.decoder.layers = 2;
-  for (const std::string style : {"luong", "bahdanau"}) {
+  for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau}) {
     config.decoder.style = style;
-    config.attention.type = style == "luong" ? "luong_general" : "bahdanau";
+    config.attention.type = style == DecoderStyle::luong ? "luong_general" : "bahdanau";
     VocabSizes vocab;
     vocab.src = 30;
     vocab.tgt = 25;
@@ -194,7 +194,7 @@ TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[
   config.embedding_size = 8;
   config.encoder.hidden_size = 6;
   config.decoder.hidden_size = 10;
-  for (const std::string rnn : {"lstm", "gru"}) {
+  for (const RnnType rnn : {RnnType::lstm, RnnType::gru}) {
     config.encoder.rnn = config.decoder.rnn = rnn;
     VocabSizes vocab;
     vocab.src = 20;
@@ -259,7 +259,7 @@ ModelConfig small_search_config(const std::string& attention) {
   config.encoder.hidden_size = 6;  // bidirectional: 12 = decoder size (dot scores)
   config.decoder.hidden_size = 12;
   config.encoder.layers = config.decoder.layers = 1;
-  config.decoder.style = attention == "bahdanau" ? "bahdanau" : "luong";
+  config.decoder.style = attention == "bahdanau" ? DecoderStyle::bahdanau : DecoderStyle::luong;
   config.attention.type = attention;
   config.attention.window = 2;
   config.attention.heads = 2;
@@ -296,10 +296,10 @@ TEST_CASE("self-attention inside a model: beam search scores equal teacher-force
 }
 
 TEST_CASE("decoder self-attention is causal, and teacher forcing equals step-by-step decoding", "[model][self-attention]") {
-  for (const std::string style : {"luong", "bahdanau"}) {
-    INFO(style);
+  for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau}) {
+    INFO(name_of(style));
     torch::manual_seed(29);
-    ModelConfig config = small_search_config(style == "luong" ? "luong_general" : "bahdanau");
+    ModelConfig config = small_search_config(style == DecoderStyle::luong ? "luong_general" : "bahdanau");
     config.decoder.self_attention = true;
     config.decoder.layers = 2;
     VocabSizes vocab;
@@ -377,7 +377,7 @@ TEST_CASE("decode.precision bf16: the products in bfloat16 stay close to fp32", 
   INFO("native bf16 products: " << native);
   for (const bool packed : {false, true}) {
     INFO("packed weights " << packed);
-    Seq2SeqStepModel fp32(model, "fp32", packed), bf16(model, "bf16", packed);
+    Seq2SeqStepModel fp32(model, DecodePrecision::fp32, packed), bf16(model, DecodePrecision::bf16, packed);
     auto s32 = fp32.start(src, len), s16 = bf16.start(src, len);
     auto prev = torch::full({3}, vocab.bos_id, torch::kLong);
     for (int t = 0; t < 3; ++t) {

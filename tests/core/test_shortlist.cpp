@@ -44,7 +44,7 @@ TEST_CASE("shortlist: logits are the full model's at the shortlist's tokens, sea
   torch::NoGradGuard no_grad;
   for (const bool packed : {false, true}) {
     INFO("packed weights " << packed);
-    Seq2SeqStepModel full(model, "fp32", packed), listed(model, "fp32", packed);
+    Seq2SeqStepModel full(model, DecodePrecision::fp32, packed), listed(model, DecodePrecision::fp32, packed);
     listed.use_shortlist(narrow_lexicon(), /*first=*/0, /*best=*/1);
     auto src = torch::tensor({{4, 5, 11, 3}, {8, 9, 3, 0}}, torch::kLong);
     auto len = torch::tensor({4, 3}, torch::kLong);
@@ -114,7 +114,7 @@ TEST_CASE("shortlist: the whole vocabulary decodes exactly as no shortlist", "[s
   torch::NoGradGuard no_grad;
   auto lex = std::make_shared<Lexicon>(*narrow_lexicon());
   for (int f = 0; f < 200; ++f) lex->frequent.push_back(f);
-  Seq2SeqStepModel full(model, "fp32", true), listed(model, "fp32", true);
+  Seq2SeqStepModel full(model, DecodePrecision::fp32, true), listed(model, DecodePrecision::fp32, true);
   listed.use_shortlist(lex, /*first=*/200, /*best=*/0);
   auto src = torch::randint(4, 40, {3, 6}, torch::kLong);
   auto len = torch::tensor({6, 4, 2}, torch::kLong);

@@ -71,12 +71,12 @@ std::vector<StreamModelCase> unidirectional_models() {
     c.attention.type = "luong_general";
     c.decoder.input_feeding = true;
     c.encoder.layers = c.decoder.layers = 2;
-    c.decoder.init = "encoder";
+    c.decoder.init = DecoderInit::encoder;
   });
   add("bahdanau, GRU encoder", [](ModelConfig& c) {
     c.attention.type = "bahdanau";
-    c.decoder.style = "bahdanau";
-    c.encoder.rnn = "gru";
+    c.decoder.style = DecoderStyle::bahdanau;
+    c.encoder.rnn = RnnType::gru;
   });
   add("multi_head, bridge init", [](ModelConfig& c) {
     c.attention.type = "multi_head";
@@ -84,8 +84,8 @@ std::vector<StreamModelCase> unidirectional_models() {
   });
   add("area (memory prepared again per read)", [](ModelConfig& c) { c.attention.type = "area"; });
   for (const std::string type : {"monotonic", "chunkwise"}) {
-    for (const std::string init : {"zero", "bridge"}) {
-      add(type + ", " + init + " init", [&](ModelConfig& c) {
+    for (const DecoderInit init : {DecoderInit::zero, DecoderInit::bridge}) {
+      add(type + ", " + name_string(init) + " init", [&](ModelConfig& c) {
         c.attention.type = type;
         c.attention.chunk_size = 2;
         c.attention.score_bias_init = 1.0;  // an untrained head that stops often
@@ -145,7 +145,7 @@ TEST_CASE("streaming encoder: the incremental path writes what re-encoding every
     Seq2SeqStepModel step_model(model);
     REQUIRE(step_model.streams_source());
     const bool hard = m.config.attention.type == "monotonic" || m.config.attention.type == "chunkwise";
-    CHECK(step_model.keeps_decoder_across_reads() == (hard && m.config.decoder.init == "zero"));
+    CHECK(step_model.keeps_decoder_across_reads() == (hard && m.config.decoder.init == DecoderInit::zero));
     StreamingOptions options;
     options.search.beam_size = 1;
     options.search.max_length_ratio = 1.5;
@@ -315,9 +315,6 @@ TEST_CASE("wait-k prefix policy: refused where the source is encoded again", "[s
   REQUIRE_FALSE(step_model.streams_source());
   CHECK_THROWS_WITH(stream_sentence(step_model, {5, 6, 7}, options),
                     Catch::Contains("decode.wait_k_policy prefix: needs a model that reads its source a token at a time"));
-  CHECK(parse_wait_k_policy("prefix", "x") == WaitKPolicy::prefix);
-  CHECK_THROWS_WITH(parse_wait_k_policy("pre", "--wait-k-policy"),
-                    Catch::Equals("--wait-k-policy: 'pre' is not a wait-k policy (replay or prefix)"));
 }
 
 TEST_CASE("train.wait_k: each teacher-forced step sees what wait-k's prefix policy shows it", "[streaming][train]") {

@@ -155,7 +155,7 @@ TEST_CASE("streaming: the output stops at greedy search's maximum length", "[str
 TEST_CASE("streaming lines: blank lines stay blank, long lines are cut to max_source_tokens", "[streaming]") {
   const auto dir = test::temp_dir("stream_lines");
   TokenizerConfig config;
-  config.type = "none";  // a token per word: ids 4.. for w0..w5, inside CopyModel's vocabulary
+  config.type = TokenizerType::none;  // a token per word: ids 4.. for w0..w5, inside CopyModel's vocabulary
   config.vocab_size = 10;
   Tokenizer::train({"w0 w1 w2 w3 w4 w5"}, (dir / "w").string(), config, 1);
   auto tokenizer = std::make_shared<Tokenizer>((dir / "w.model").string());

@@ -57,7 +57,7 @@ double number(const json& j) {
 
 SearchOptions case_options(const json& c) {
   SearchOptions o;
-  o.rules = search_rules_named(c["toolkit"].get<std::string>());
+  o.rules = parse_choice<SearchRules>("toolkit", c["toolkit"].get<std::string>());
   o.beam_size = c["beam_size"];
   o.n_best = c["n_best"];
   o.length_penalty = c["alpha"];
@@ -183,7 +183,7 @@ TEST_CASE("toolkit search rules on a real (random) model: log_prob equals teache
       const auto out = search(step_model, src, len, o);
       for (int64_t b = 0; b < 4; ++b) {
         for (const auto& h : out[static_cast<size_t>(b)]) {
-          INFO(search_rules_name(rules) << " beam " << beam << " sentence " << b);
+          INFO(name_string(rules) << " beam " << beam << " sentence " << b);
           if (h.score == -1.0 && h.tokens == std::vector<int64_t>{step_model.unk_id()}) continue;  // Joey's filler
           std::vector<int64_t> outputs = h.tokens;
           if (h.finished) outputs.push_back(step_model.eos_id());
