@@ -230,10 +230,12 @@ struct DecodeConfig {
   // fairseq rules: subtracted from the log-probability of <unk> at every step (fairseq's --unkpen).
   double unk_penalty = 0.0;
   // translate --streaming: the wait-k policy (decoding/streaming.h) with this k, unless --wait-k
-  // gives one; 0 = the hard-attention head's policy.
+  // gives one; 0 = the model's own: its train.wait_k where it was trained prefix-to-prefix, else
+  // the hard-attention head's policy.
   int wait_k = 0;
-  // How wait-k decides each target token (decoding/streaming.h, WaitKPolicy): replay | prefix.
-  WaitKPolicy wait_k_policy = WaitKPolicy::replay;
+  // How wait-k decides each target token (decoding/streaming.h, WaitKPolicy): replay | prefix |
+  // auto (prefix for a model trained with train.wait_k whose encoder reads a token at a time, else replay).
+  WaitKPolicy wait_k_policy = WaitKPolicy::automatic;
 };
 
 // decode:'s defaults, for the decoding options that mirror them (decoding/search_types.h,

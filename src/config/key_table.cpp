@@ -261,10 +261,10 @@ const Field kFields[] = {
      "`<unk>` is never generated", "`false` unless `decode.search_rules` is `opennmt`, `opennmt3` or `joeynmt`"},
     {ATTNMT_FIELD(decode.unk_penalty), kCall, any(),
      "Subtracted from `<unk>`'s log-probability at every step (fairseq's `--unkpen`)", "0 unless `decode.search_rules` is `fairseq`"},
-    {ATTNMT_FIELD(decode.wait_k), kLoad, at_least(0, "0 = the hard-attention head's policy"),
+    {ATTNMT_FIELD(decode.wait_k), kLoad, at_least(0, "0 = the model's train.wait_k, else the hard-attention head's policy"),
      "`translate --streaming`: the wait-k policy, read k source tokens, then write one and read one in turn (`--wait-k` overrides)"},
     {ATTNMT_FIELD(decode.wait_k_policy), kLoad, one_of<WaitKPolicy>(),
-     "wait-k: `replay` restarts the decoder over the longer source prefix after each read and replays the written tokens (any model); `prefix` keeps the decoder across reads, each step attending to the source read by then (STACL's prefix-to-prefix; a unidirectional encoder)"},
+     "wait-k: `replay` restarts the decoder over the longer source prefix after each read and replays the written tokens (any model); `prefix` keeps the decoder across reads, each step attending to the source read by then (STACL's prefix-to-prefix; a unidirectional encoder); `auto`: `prefix` for a model trained with `train.wait_k` whose encoder is unidirectional, else `replay`"},
 
     {ATTNMT_FIELD(distributed.backend), kTrain, one_of<DistBackend>(),
      "c10d backend; `auto` = NCCL on CUDA when LibTorch has it, else Gloo"},

@@ -46,7 +46,7 @@ struct StreamingOptions {
   SearchOptions search;  // max_length_ratio, max_length bound the output (as greedy search's)
   int lookahead = 0;     // source tokens read past the head's stop before a token is written
   int wait_k = 0;        // > 0: the wait-k policy with this k (any attention); 0: the hard head's policy
-  WaitKPolicy wait_k_policy = WaitKPolicy::replay;
+  WaitKPolicy wait_k_policy = WaitKPolicy::replay;  // (automatic is the caller's to resolve; here it is replay)
   int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
   int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
   // A model that reads its source a token at a time (StepModel::streams_source: unidirectional)

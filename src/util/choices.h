@@ -116,12 +116,13 @@ struct Choice<SearchRules> {
 
 // decode.wait_k_policy: how wait-k decides target token t (decoding/streaming.h)
 enum class WaitKPolicy {
-  replay,  // the decoder restarted over x_1..x_{g(t)} and the written tokens replayed (any model)
-  prefix,  // the decoder kept across reads (a model whose encoder streams: unidirectional)
+  replay,     // the decoder restarted over x_1..x_{g(t)} and the written tokens replayed (any model)
+  prefix,     // the decoder kept across reads (a model whose encoder streams: unidirectional)
+  automatic,  // prefix for a model trained prefix-to-prefix (train.wait_k) whose encoder streams, else replay
 };
 template <>
 struct Choice<WaitKPolicy> {
-  static constexpr std::array<std::string_view, 2> names{"replay", "prefix"};
+  static constexpr std::array<std::string_view, 3> names{"replay", "prefix", "auto"};
 };
 
 // distributed.backend: automatic = nccl on cuda when built with it, else gloo

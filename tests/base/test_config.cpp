@@ -671,7 +671,7 @@ TEST_CASE("config: a choice is read into its enum, and an unknown name is refuse
       {"decode.precision=fp16", "decode.precision must be one of {fp32, bf16, int8, auto}, got 'fp16'"},
       {"decode.mbr=ter", "decode.mbr must be one of {none, bleu, chrf}, got 'ter'"},
       {"decode.search_rules=marian", "decode.search_rules must be one of {attnmt, opennmt, opennmt3, joeynmt, fairseq}, got 'marian'"},
-      {"decode.wait_k_policy=pre", "decode.wait_k_policy must be one of {replay, prefix}, got 'pre'"},
+      {"decode.wait_k_policy=pre", "decode.wait_k_policy must be one of {replay, prefix, auto}, got 'pre'"},
       {"distributed.backend=mpi", "distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"},
       {"distributed.compress=int8", "distributed.compress must be one of {none, fp16}, got 'int8'"},
       {"gemm=mkl", "gemm must be one of {auto, onednn, blas}, got 'mkl'"},
@@ -711,7 +711,7 @@ TEST_CASE("config: a choice is read into its enum, and an unknown name is refuse
   SECTION("a flag's value outside a config file") {
     CHECK(parse_choice<WaitKPolicy>("--wait-k-policy", "prefix") == WaitKPolicy::prefix);
     CHECK_THAT(error_of([] { parse_choice<WaitKPolicy>("--wait-k-policy", "pre"); }),
-               Equals("--wait-k-policy must be one of {replay, prefix}, got 'pre'"));
+               Equals("--wait-k-policy must be one of {replay, prefix, auto}, got 'pre'"));
     CHECK(name_of(DecodePrecision::automatic) == "auto");
     CHECK_FALSE(choice_named<GemmBackend>("automatic"));
   }

@@ -418,6 +418,17 @@ TEST_CASE("train.wait_k, then translate --streaming --wait-k-policy prefix: a un
                  (dir / "key.en").string());
   REQUIRE(key.status == 0);
   CHECK(out("key.en") == out("flag.en"));
+  // Without either: the schedule it was trained with (train.wait_k 2), by the prefix policy (decode.wait_k_policy
+  // auto), said once; a policy asked for is taken.
+  auto own = run("translate" + model + " --streaming --output " + (dir / "own.en").string());
+  INFO(own.output);
+  REQUIRE(own.status == 0);
+  CHECK(own.output.find("wait-2 (prefix): the schedule the model was trained with") != std::string::npos);
+  CHECK(out("own.en") == out("flag.en"));
+  auto replay = run("translate" + model + " --streaming --wait-k-policy replay --output " + (dir / "replay.en").string());
+  INFO(replay.output);
+  REQUIRE(replay.status == 0);
+  CHECK(replay.output.find("wait-2 (replay)") != std::string::npos);
   fs::remove_all(dir);
 }
 
