@@ -82,13 +82,19 @@ const char* env_value(char** envp, const char* name) {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kStartBlock = size_t{30} << 20;  // under the mmap threshold: from the heap
-constexpr int kStartBlocks = 2;                    // 60 MiB: fewer page faults at start than 30 MiB
+// glibc: 60 MiB (fewer page faults at start than 30 MiB; under M_TRIM_THRESHOLD, so they stay).
+// tcmalloc keeps what is freed in its page heap whatever the size: 180 MiB, so that a decode's
+// working set (the model, its packed copies, a batch's tensors) lands in huge pages too; pages
+// never touched cost nothing (docs/architecture.md, "Start-up").
+constexpr int kGlibcStartBlocks = 2;
+constexpr int kTcmallocStartBlocks = 6;
 
-// The first 60 MiB of the heap taken, advised into transparent huge pages (unless `advise` is
-// false) and freed again: the libraries' initialisers allocate into them next.
-void pregrow_heap(bool advise) {
-  char* blocks[kStartBlocks] = {};
-  for (auto& block : blocks) {
+// The first `count` blocks of the heap taken, advised into transparent huge pages (unless `advise`
+// is false) and freed again: the libraries' initialisers, then decoding, allocate into them next.
+void pregrow_heap(bool advise, int count) {
+  char* blocks[kTcmallocStartBlocks] = {};
+  for (int i = 0; i < count && i < kTcmallocStartBlocks; ++i) {
+    char*& block = blocks[i];
     block = static_cast<char*>(malloc(kStartBlock));
     if (block == nullptr) break;
     const auto first = (reinterpret_cast<uintptr_t>(block) + kHugePage - 1) & ~(kHugePage - 1);
@@ -110,7 +116,7 @@ void tune_malloc_at_start(int argc, char** argv, char** envp) {
   }
   const bool advise = command == nullptr || strcmp(command, "train") != 0;
   if (tcmalloc_in_use()) {
-    if (advise && huge_pages) pregrow_heap(true);
+    if (advise && huge_pages) pregrow_heap(true, kTcmallocStartBlocks);
     return;
   }
   const char* mode = env_value(envp, "ATTNMT_MALLOC");
@@ -118,7 +124,7 @@ void tune_malloc_at_start(int argc, char** argv, char** envp) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest; a fixed value also stops its own adjusting
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
   if (!huge_pages) return;
-  pregrow_heap(advise);  // they stay in the heap: under M_TRIM_THRESHOLD
+  pregrow_heap(advise, kGlibcStartBlocks);  // they stay in the heap: under M_TRIM_THRESHOLD
 }
 
 void tune_process() { choose_openblas_kernels(); }

@@ -20,11 +20,12 @@ void tune_process();
 //   free, so a training step page-faulted its large tensors in again each time. Blocks up to
 //   32 MiB come from the heap, and up to 128 MiB of freed heap is kept (M_MMAP_THRESHOLD,
 //   M_TRIM_THRESHOLD).
-// - The first 60 MiB of the heap are taken and freed before the libraries' initialisers allocate
+// - The first 60 MiB of the heap (180 MiB on tcmalloc: a decode's working set too) are taken and
+//   freed before the libraries' initialisers allocate
 //   into them, and advised into transparent huge pages first: page faults are expensive on a VM,
 //   and LibTorch's start makes thousands of them. Not advised for `train` (bf16 training was
 //   slower with them); taken and freed all the same (a lower training peak RSS).
-//   ATTNMT_HUGE_PAGES=0 leaves the 60 MiB out.
+//   ATTNMT_HUGE_PAGES=0 leaves them out.
 // ATTNMT_MALLOC=system, or a GLIBC_TUNABLES setting, leaves both out (glibc's defaults).
 // Where the program runs on tcmalloc (linked in, CMake option ATTNMT_TCMALLOC, the default; or
 // LD_PRELOAD-ed) only the second applies, and not for `train`: tcmalloc's page heap keeps the 60
