@@ -13,6 +13,7 @@
 #include "attention/local_m.h"
 #include "attention/local_p.h"
 #include "attention/luong_location.h"
+#include "attention/milk.h"
 #include "attention/monotonic.h"
 #include "attention/multi_head.h"
 #include "attention/static_attention.h"
@@ -50,10 +51,12 @@ Entry global_entry(std::string name, ScoreKind kind) {
   return {std::move(name), global(kind), traits};
 }
 
-AttentionTraits with(bool AttentionTraits::*a, bool AttentionTraits::*b = nullptr) {
+AttentionTraits with(bool AttentionTraits::*a, bool AttentionTraits::*b = nullptr,
+                     bool AttentionTraits::*c = nullptr) {
   AttentionTraits traits;
   traits.*a = true;
   if (b) traits.*b = true;
+  if (c) traits.*c = true;
   return traits;
 }
 
@@ -77,6 +80,8 @@ const std::vector<Entry>& registry() {
       {"hard", make<HardAttention>(), {}},
       {"forward", make<ForwardAttention>(), {}},
       {"chunkwise", make<ChunkwiseAttention>(), with(&AttentionTraits::hard_decode, &AttentionTraits::streams)},
+      {"milk", make<MilkAttention>(),
+       with(&AttentionTraits::hard_decode, &AttentionTraits::streams, &AttentionTraits::latency)},
   };
   return entries;
 }
@@ -143,6 +148,10 @@ void check_attention(const ModelConfig& model) {
                      ") needs model.attention.coverage: true (it penalises the coverage vector)");
   }
   // Elsewhere the key would change nothing.
+  if (a.latency_loss > 0 && !attention_traits(a.type).latency) {
+    throw InputError("model.attention.latency_loss: '" + a.type + "' has no monotonic head whose latency it trains (" +
+                     users_of(&AttentionTraits::latency) + ")");
+  }
   if (a.dropout > 0 && !attention_traits(a.type).dropout) {
     throw InputError("model.attention.dropout: '" + a.type + "' has no heads' weights to drop (" +
                      users_of(&AttentionTraits::dropout) + ")");

@@ -23,6 +23,8 @@ struct AttentionTraits {
   // With hard_decode, it never reads a state right of where it stops: it can decode a stream
   // (decoding/streaming.h: `translate --streaming`, serve's POST /v1/stream).
   bool streams = false;
+  // Its monotonic head's expected latency can be trained down (model.attention.latency_loss).
+  bool latency = false;
 };
 
 // InputError listing the valid names if config.type is unknown, or if config.coverage is set on a

@@ -121,6 +121,9 @@ struct AttentionConfig {
   int chunk_size = 4;         // chunkwise (MoChA): states w of the chunk ending at the monotonic stop
   bool coverage = false;      // additive score with a coverage term (See et al., 2017)
   double coverage_loss = 0.0; // weight lambda of the coverage loss (0 = off)
+  // milk: weight lambda of the expected Differentiable Average Lagging of the monotonic head added
+  // to the training loss (MILk's latency-augmented training; 0 = off)
+  double latency_loss = 0.0;
 };
 
 struct ModelConfig {

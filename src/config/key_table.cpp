@@ -145,6 +145,8 @@ const Field kFields[] = {
      "Additive score with a coverage term w_c cov_{t,i} (See et al., 2017)", "`false` unless the score is additive (`bahdanau`, `luong_concat`)"},
     {ATTNMT_FIELD(model.attention.coverage_loss), kTrain, at_least(0),
      "Weight lambda of the coverage loss (0 = off)"},
+    {ATTNMT_FIELD(model.attention.latency_loss), kTrain, at_least(0, "0 = off"),
+     "`milk`: weight lambda of the monotonic head's expected Differentiable Average Lagging, added to the training loss (MILk's latency-augmented training)", "0 unless `model.attention.type` is `milk`"},
     {ATTNMT_FIELD(model.tie_embeddings), kTrain, any(),
      "The output layer shares the target embedding matrix"},
     {ATTNMT_FIELD(model.share_embeddings), kTrain, any(),
@@ -379,7 +381,6 @@ std::string suggest_key(const std::string& unknown) {
 }
 
 
-std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 std::string format_double(double value) {
   if (std::isnan(value)) return ".nan";

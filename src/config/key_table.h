@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "config/loader.h"
+#include "util/error.h"  // in_quotes
 
 namespace attnmt::config_table {
 
@@ -103,7 +104,6 @@ bool is_section(std::string_view key);
 // section (model.hidden_size -> model.encoder.hidden_size). Empty if nothing is close.
 std::string suggest_key(const std::string& unknown);
 
-std::string in_quotes(const std::string& s);
 // The shortest text that reads back exactly (Python's repr style), a YAML float: 0.0003, 1.0, .inf.
 std::string format_double(double value);
 std::vector<std::string> choices_of(const Rule& rule);

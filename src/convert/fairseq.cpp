@@ -28,8 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
 // fairseq's Dictionary: <s> <pad> </s> <unk> (ids 0-3), then dict.txt's words in its order
 // ("word count", "#fairseq:overwrite" after the count allowing a word twice: refused here, as
 // attnmt's vocabularies hold each token once).
@@ -47,20 +45,20 @@ std::vector<std::string> read_dictionary(const fs::path& file, const std::string
     if (line.empty()) continue;
     auto space = line.rfind(' ');
     if (space == std::string::npos) {
-      throw InputError(quoted(file.string()) + ":" + std::to_string(line_no) + ": not 'word count' (a fairseq dictionary line)");
+      throw InputError(in_quotes(file.string()) + ":" + std::to_string(line_no) + ": not 'word count' (a fairseq dictionary line)");
     }
     if (line.substr(space + 1) == "#fairseq:overwrite") {
       line.resize(space);
       space = line.rfind(' ');
-      if (space == std::string::npos) throw InputError(quoted(file.string()) + ":" + std::to_string(line_no) + ": not 'word count'");
+      if (space == std::string::npos) throw InputError(in_quotes(file.string()) + ":" + std::to_string(line_no) + ": not 'word count'");
     }
     const auto count = line.substr(space + 1);
     if (count.empty() || count.find_first_not_of("0123456789") != std::string::npos) {
-      throw InputError(quoted(file.string()) + ":" + std::to_string(line_no) + ": '" + count + "' is not a count");
+      throw InputError(in_quotes(file.string()) + ":" + std::to_string(line_no) + ": '" + count + "' is not a count");
     }
     auto word = line.substr(0, space);
     if (!seen.insert(word).second) {
-      throw InputError(quoted(file.string()) + ":" + std::to_string(line_no) + ": the word '" + word +
+      throw InputError(in_quotes(file.string()) + ":" + std::to_string(line_no) + ": the word '" + word +
                        "' a second time (#fairseq:overwrite): attnmt's vocabularies hold each token once");
     }
     tokens.push_back(std::move(word));
@@ -83,7 +81,7 @@ bool option_true(const ToolkitOptions& opt, const std::string& name, bool fallba
 }  // namespace
 
 ToolkitModel read_fairseq(const ConvertOptions& options) {
-  const std::string where = quoted(options.source);
+  const std::string where = in_quotes(options.source);
   if (options.data_dir.empty()) {
     throw InputError("--data-dir: required with --from fairseq (the directory with fairseq's dict.SRC.txt and dict.TGT.txt)");
   }

@@ -27,8 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
-
 // A path named in the config: as given (relative to where Joey NMT ran), else beside the config,
 // else its file name beside the config (a model directory that was moved). "" if none exists.
 std::string find_named_file(const std::string& named, const fs::path& dir) {
@@ -72,10 +70,10 @@ std::vector<std::string> joey_vocabulary(const std::string& file, const std::vec
   size_t line_no = 0;
   for (const auto& line : read_lines(file)) {
     ++line_no;
-    if (line.empty()) throw InputError(quoted(file) + " line " + std::to_string(line_no) + ": an empty token");
+    if (line.empty()) throw InputError(in_quotes(file) + " line " + std::to_string(line_no) + ": an empty token");
     if (seen.insert(line).second) tokens.push_back(line);
   }
-  if (line_no == 0) throw InputError(quoted(file) + ": an empty vocabulary file");
+  if (line_no == 0) throw InputError(in_quotes(file) + ": an empty vocabulary file");
   return tokens;
 }
 
@@ -92,7 +90,7 @@ Side read_side(const ToolkitOptions& data, const std::string& name, const fs::pa
   if (s.vocab.empty()) s.vocab = find_named_file(default_vocab, dir);
   if (s.vocab.empty()) {
     throw InputError(side.where() + ": no " + name + " vocabulary: neither " + side.key("voc_file") + " " +
-                     quoted(side.str("voc_file", "")) + " nor " + quoted((dir / default_vocab).string()) + " exists");
+                     in_quotes(side.str("voc_file", "")) + " nor " + in_quotes((dir / default_vocab).string()) + " exists");
   }
   if (side.boolean("lowercase", false)) {
     throw InputError(side.where() + ": " + side.key("lowercase") + ": true: attnmt does not lowercase its input");
@@ -118,7 +116,7 @@ Side read_side(const ToolkitOptions& data, const std::string& name, const fs::pa
       const auto named = side.section("tokenizer_cfg").str("model_file", "");
       s.spm = find_named_file(named, dir);
       if (s.spm.empty()) {
-        throw InputError(side.where() + ": the SentencePiece model " + quoted(named) + " of " +
+        throw InputError(side.where() + ": the SentencePiece model " + in_quotes(named) + " of " +
                          side.key("tokenizer_cfg.model_file") + " is not there (give it with " +
                          (name == "src" ? "--src-spm" : "--tgt-spm") + ")");
       }
@@ -134,15 +132,15 @@ ToolkitModel read_joeynmt(const ConvertOptions& options) {
   const fs::path source(options.source);
   const fs::path config_path = fs::is_directory(source) ? source / "config.yaml" : source;
   if (!fs::is_directory(source) && config_path.extension() != ".yaml" && config_path.extension() != ".yml") {
-    throw InputError(quoted(options.source) + ": not a Joey NMT model directory or its config.yaml");
+    throw InputError(in_quotes(options.source) + ": not a Joey NMT model directory or its config.yaml");
   }
   if (!fs::is_regular_file(config_path)) {
-    throw InputError(quoted(config_path.string()) + ": no Joey NMT config.yaml there");
+    throw InputError(in_quotes(config_path.string()) + ": no Joey NMT config.yaml there");
   }
   const fs::path dir = config_path.parent_path().empty() ? fs::path(".") : config_path.parent_path();
   const auto tree = read_yaml_tree(config_path.string());
-  if (tree.kind != OptionValue::kMap) throw InputError(quoted(config_path.string()) + ": not a Joey NMT config (no map of sections)");
-  const ToolkitOptions cfg(tree.map, quoted(config_path.string()));
+  if (tree.kind != OptionValue::kMap) throw InputError(in_quotes(config_path.string()) + ": not a Joey NMT config (no map of sections)");
+  const ToolkitOptions cfg(tree.map, in_quotes(config_path.string()));
   const auto model_cfg = cfg.section("model");
   const auto enc = model_cfg.section("encoder");
   const auto dec = model_cfg.section("decoder");
@@ -248,7 +246,7 @@ ToolkitModel read_joeynmt(const ConvertOptions& options) {
   auto take = [&](const std::string& name) {
     auto it = state.find(name);
     if (it == state.end()) {
-      throw InputError(quoted(checkpoint) + ": no weight '" + name + "' (the config and the checkpoint disagree)");
+      throw InputError(in_quotes(checkpoint) + ": no weight '" + name + "' (the config and the checkpoint disagree)");
     }
     used.insert(name);
     return it->second;
@@ -300,7 +298,7 @@ ToolkitModel read_joeynmt(const ConvertOptions& options) {
   out["out_bias"] = torch::zeros({out["out_weight"].size(0)});
   for (const auto& [name, w] : state) {
     if (!used.count(name)) {
-      throw InputError(quoted(checkpoint) + ": weight '" + name + "' belongs to a module attnmt does not compute");
+      throw InputError(in_quotes(checkpoint) + ": weight '" + name + "' belongs to a module attnmt does not compute");
     }
   }
   return m;

@@ -23,8 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
-
 struct Weights {
   std::map<std::string, torch::Tensor> tensors;  // OpenNMT-py's names
   std::set<std::string> used;

@@ -5,3 +5,12 @@
 // a program linking libattnmt catches.
 #pragma once
 #include <attnmt/error.h>
+
+#include <string>
+
+namespace attnmt {
+
+// 'text', as messages name a value, a file or a key.
+inline std::string in_quotes(const std::string& text) { return "'" + text + "'"; }
+
+}  // namespace attnmt

@@ -119,10 +119,10 @@ std::vector<AttentionConfig> all_configs() {
 std::string label(const AttentionConfig& c) { return c.type + (c.coverage ? "+coverage" : ""); }
 
 // Variants whose weights are not a distribution: local_p (Gaussian-weighted, not renormalised,
-// as in the paper), monotonic (expected alignment: the rest is "attend nowhere") and chunkwise
-// (its weights sum to the monotonic head's).
+// as in the paper), monotonic (expected alignment: the rest is "attend nowhere"), chunkwise and
+// milk (their weights sum to the monotonic head's).
 bool sums_to_one(const std::string& name) {
-  return name != "local_p" && name != "monotonic" && name != "chunkwise";
+  return name != "local_p" && name != "monotonic" && name != "chunkwise" && name != "milk";
 }
 
 Fixture make_fixture(const AttentionConfig& config, torch::Dtype dtype, uint64_t seed) {
@@ -446,6 +446,17 @@ TEST_CASE("what the registry says a variant supports is what it does", "[attenti
       } else {
         REQUIRE_THROWS_WITH(check_attention(model),
                             Catch::Contains("model.attention.dropout: '" + name + "' has no heads' weights to drop"));
+      }
+      // latency_loss: the head's latency trained where the registry says so, refused elsewhere.
+      ModelConfig timed = model;
+      timed.attention = config;
+      timed.attention.latency_loss = 0.1;
+      if (traits.latency) {
+        REQUIRE_NOTHROW(check_attention(timed));
+      } else {
+        REQUIRE_THROWS_WITH(check_attention(timed),
+                            Catch::Contains("model.attention.latency_loss: '" + name + "' has no monotonic head") &&
+                                Catch::Contains(attention_names_with(&AttentionTraits::latency)));
       }
       // coverage: built where the registry says so, refused (naming the variants that have it) elsewhere.
       auto covered = config;

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "attention/chunkwise.h"
+#include "attention/milk.h"
 #include "attention/hard.h"
 #include "attention/local_p.h"
 #include "attention/monotonic.h"
@@ -326,6 +327,103 @@ TEST_CASE("chunkwise: hard decoding is a softmax over the chunk ending at the mo
       REQUIRE(out.state.tensors.at(0)[b][stop].item<double>() == 1.0);
     });
     REQUIRE(moves > 0);
+  }
+}
+
+TEST_CASE("milk: beta equals MILk's eq. 5 summed term by term, and MoChA's with a chunk reaching the start",
+          "[attention][milk]") {
+  torch::manual_seed(21);
+  const int64_t B = 3, S = 7;
+  auto mask = mask_of({7, 5, 1}, S);
+  auto alpha = torch::rand({B, S}, kDouble).masked_fill(mask.logical_not(), 0.0);
+  alpha = alpha / (alpha.sum(1, true) * 1.25);  // an expected alignment: sums to 0.8
+  auto u = torch::randn({B, S}, kDouble) * 3;
+  auto beta = milk_weights(alpha, u, mask);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = mask[b].sum().item<int64_t>();
+    for (int64_t k = 0; k < S; ++k) {
+      // beta_k = sum_{j>=k} alpha_j exp(u_k) / sum_{l<=j} exp(u_l), over real positions
+      double expected = 0;
+      for (int64_t j = k; j < n; ++j) {
+        double prefix = 0;
+        for (int64_t l = 0; l <= j; ++l) prefix += std::exp(u[b][l].item<double>());
+        expected += alpha[b][j].item<double>() * std::exp(u[b][k].item<double>()) / prefix;
+      }
+      INFO("b " << b << " k " << k);
+      REQUIRE(beta[b][k].item<double>() == Approx(expected).margin(1e-12));
+      if (k >= n) REQUIRE(beta[b][k].item<double>() == 0.0);  // padding: exactly zero
+    }
+    REQUIRE(beta[b].sum().item<double>() == Approx(alpha[b].sum().item<double>()).epsilon(1e-12));
+  }
+  REQUIRE(torch::allclose(beta, chunkwise_weights(alpha, u, mask, S), 0, 1e-12));  // w = S: infinite lookback
+}
+
+TEST_CASE("milk: hard decoding is a softmax over every state up to the monotonic stop", "[attention][milk]") {
+  torch::manual_seed(22);
+  auto config = config_of("milk");
+  config.score_bias_init = 0.0;  // p near 0.5: the stop moves
+  auto attention = make(config, 4, 4);
+  const int64_t moves = drive_hard_head(*attention, [&](int64_t b, int64_t stop, const AttentionOutput& out,
+                                                       const torch::Tensor& memory) {
+    auto row = out.weights[b];
+    REQUIRE(row.narrow(0, 0, stop + 1).sum().item<double>() == Approx(1.0).epsilon(1e-12));
+    for (int64_t k = 0; k < row.size(0); ++k) {
+      if (k > stop) REQUIRE(row[k].item<double>() == 0.0);  // right of the stop: exactly 0
+      else REQUIRE(row[k].item<double>() > 0.0);
+    }
+    REQUIRE(torch::allclose(out.context[b], torch::matmul(row, memory[b])));
+    REQUIRE(out.state.tensors.at(0)[b][stop].item<double>() == 1.0);  // the head's state
+  });
+  REQUIRE(moves > 0);
+}
+
+TEST_CASE("milk: the latency loss is lambda times DAL of the head's expected delays", "[attention][milk]") {
+  SECTION("DAL by hand") {
+    // |x| = 4, |y| = 3 (1/gamma = 4/3); delays 2, 1, 4 (and a padded step that must not count):
+    // g' = 2, max(1, 2 + 4/3) = 10/3, max(4, 10/3 + 4/3) = 14/3;
+    // DAL = (2 + (10/3 - 4/3) + (14/3 - 8/3)) / 3 = 2.
+    auto g = torch::tensor({{2.0, 1.0, 4.0, 9.0}}, kDouble);
+    auto dal = differentiable_average_lagging(g, torch::tensor({4}), torch::tensor({3}));
+    REQUIRE(dal.item<double>() == Approx(2.0).epsilon(1e-12));
+    // Writing each token after reading all of the source: DAL = |x| (the wait-until-end policy).
+    auto all = torch::full({1, 3}, 4.0, kDouble);
+    REQUIRE(differentiable_average_lagging(all, torch::tensor({4}), torch::tensor({3})).item<double>() ==
+            Approx(4.0).epsilon(1e-12));
+  }
+  SECTION("collected while training, a gradient for the head, nothing in eval") {
+    torch::manual_seed(23);
+    auto config = config_of("milk");
+    config.latency_loss = 0.5;
+    auto attention = make(config, 4, 4);
+    const int64_t B = 2, S = 5;
+    auto mask = mask_of({5, 3}, S);
+    auto memory = attention->prepare(torch::randn({B, S, 4}, kDouble), mask);
+    attention->train();
+    auto state = attention->initial_state(memory);
+    std::vector<torch::Tensor> alphas;
+    for (int64_t t = 0; t < 3; ++t) {
+      auto out = attention->forward(torch::randn({B, 4}, kDouble), memory, state, t);
+      state = out.state;
+      alphas.push_back(out.state.tensors.at(0));
+    }
+    const auto lengths = torch::tensor({3, 2});
+    auto loss = attention->take_auxiliary_loss(torch::zeros({B}, kDouble), lengths);
+    REQUIRE(loss.defined());
+    // The same from the alignments: g_t = sum_j j alpha_j + (1 - sum alpha) |x|.
+    std::vector<torch::Tensor> delays;
+    const auto x = mask.sum(1).to(kDouble);
+    for (const auto& a : alphas) {
+      delays.push_back((a * torch::arange(1, S + 1, a.options())).sum(1) + (1 - a.sum(1)) * x);
+    }
+    auto expected = 0.5 * differentiable_average_lagging(torch::stack(delays, 1), x, lengths).sum();
+    REQUIRE(loss.item<double>() == Approx(expected.item<double>()).epsilon(1e-12));
+    loss.backward();
+    REQUIRE(attention->named_parameters()["r"].grad().defined());
+    REQUIRE(attention->named_parameters()["r"].grad().abs().item<double>() > 0);
+    REQUIRE_FALSE(attention->take_auxiliary_loss(torch::zeros({B}, kDouble), lengths).defined());  // taken
+    attention->eval();
+    attention->forward(torch::randn({B, 4}, kDouble), memory, attention->initial_state(memory), 0);
+    REQUIRE_FALSE(attention->take_auxiliary_loss(torch::zeros({B}, kDouble), lengths).defined());
   }
 }
 

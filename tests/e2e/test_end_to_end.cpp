@@ -256,6 +256,37 @@ TEST_CASE("translate --hard-decode switches monotonic attention between hard and
   fs::remove_all(dir);
 }
 
+TEST_CASE("milk: trained with its latency loss, it decodes a stream, and latency_loss elsewhere is refused",
+          "[e2e][streaming][milk]") {
+  auto dir = temp_dir("milk");
+  auto config = tiny_config(dir / "model", 20);
+  config.replace(config.find("type: luong_general"), 19, "type: luong_general, latency_loss: 0.5");
+  write(dir / "refused.yaml", config);
+  auto refused = run("train " + (dir / "refused.yaml").string());
+  INFO(refused.output);
+  CHECK(refused.status == 2);
+  CHECK(refused.output.find("model.attention.latency_loss: 'luong_general' has no monotonic head") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "model"));  // refused before anything was written
+  config.replace(config.find("type: luong_general"), 19, "type: milk");
+  write(dir / "config.yaml", config);
+  auto train = run("train " + (dir / "config.yaml").string());
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  const std::string src = std::string(ATTNMT_TEST_DATA_DIR) + "/tiny.de";
+  const auto model = " --model " + (dir / "model").string() + " --input " + src;
+  REQUIRE(run("translate" + model + " --beam-size 1 --output " + (dir / "greedy.en").string()).status == 0);
+  // Waiting for the whole sentence is full-sentence greedy decoding; without waiting it streams.
+  auto waited = run("translate" + model + " --streaming --lookahead 1000 --output " + (dir / "waited.en").string());
+  INFO(waited.output);
+  REQUIRE(waited.status == 0);
+  CHECK(attnmt::read_lines((dir / "waited.en").string()) == attnmt::read_lines((dir / "greedy.en").string()));
+  auto streamed = run("translate" + model + " --streaming --output " + (dir / "streamed.en").string());
+  INFO(streamed.output);
+  REQUIRE(streamed.status == 0);
+  CHECK(streamed.output.find("average lagging") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("translate --streaming: chunkwise attention decodes a stream and reports its lagging", "[e2e][streaming]") {
   auto dir = temp_dir("streaming");
   train_with_attention(dir, "chunkwise");
