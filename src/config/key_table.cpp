@@ -19,7 +19,7 @@ template <size_t N>
 constexpr Rule one_of(const std::array<std::string_view, N>& names) {
   return {Rule::kChoice, 0, 0, names.data(), N, nullptr};
 }
-// A key of enum type E (config/choices.h): its names.
+// A key of enum type E (util/choices.h): its names.
 template <class E>
 constexpr Rule one_of() {
   return one_of(Choice<E>::names);

@@ -21,7 +21,7 @@
 
 namespace attnmt::config_table {
 
-// A member of one of config/choices.h's enums, read and set as its index among the enum's names.
+// A member of one of util/choices.h's enums, read and set as its index among the enum's names.
 struct ChoiceAccess {
   const std::string_view* names;  // Choice<E>::names
   size_t count;

@@ -12,7 +12,7 @@ std::string choices_text(const std::string_view* names, size_t count) {
 
 void throw_unknown_choice(const std::string& what, const std::string_view* names, size_t count,
                           const std::string& name) {
-  throw InputError(what + " must be " + choices_text(names, count) + ", got '" + name + "'");
+  throw InputError(what + " must be " + choices_text(names, count) + ", got " + in_quotes(name));
 }
 
 }  // namespace attnmt

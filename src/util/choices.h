@@ -174,8 +174,8 @@ constexpr std::optional<E> choice_named(std::string_view name) {
 std::string choices_text(const std::string_view* names, size_t count);
 
 // The value named `name`, else an InputError "<what> must be one of {...}, got '<name>'" (`what`:
-// the key or flag it came from, e.g. "--precision"). For values that arrive outside a config file
-// (command-line flags, the Python module's and serve's arguments).
+// the key or flag it came from, e.g. "--wait-k-policy"). For values that arrive outside a config
+// file and its overrides (a command-line flag of its own).
 [[noreturn]] void throw_unknown_choice(const std::string& what, const std::string_view* names, size_t count,
                                        const std::string& name);
 template <class E>
