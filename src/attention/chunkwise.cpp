@@ -38,9 +38,14 @@ AttentionMemory ChunkwiseAttention::prepare(const torch::Tensor& memory, const t
 
 AttentionOutput ChunkwiseAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
                                             const AttentionState& state, int64_t /*step*/) {
-  auto alpha = alignment(query, memory, state.tensors.at(0));                  // [B, S]
-  auto beta = chunkwise_weights(alpha, chunk_energy_(query, memory.extra.at(0)), memory.mask, chunk_size_);
+  auto alpha = alignment(query, memory, state.tensors.at(0));  // [B, S]
+  auto beta = soft_weights(alpha, chunk_energy_(query, memory.extra.at(0)), memory.mask);
   return {weighted_sum(beta, memory.values), beta, AttentionState{{alpha}}};
+}
+
+torch::Tensor ChunkwiseAttention::soft_weights(const torch::Tensor& alpha, const torch::Tensor& energies,
+                                               const torch::Tensor& mask) const {
+  return chunkwise_weights(alpha, energies, mask, chunk_size_);
 }
 
 }  // namespace attnmt

@@ -26,6 +26,12 @@ class ChunkwiseAttention : public MonotonicAttention {
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
 
+ protected:
+  // beta [B, S] from alpha [B, S], the soft energies u [B, S] and the mask: eq. 13 over the chunk
+  // (milk.h: its chunk reaches back to the start).
+  virtual torch::Tensor soft_weights(const torch::Tensor& alpha, const torch::Tensor& energies,
+                                     const torch::Tensor& mask) const;
+
  private:
   int64_t chunk_size_;
   ScoreFunction chunk_energy_;  // u_{t,k}: its keys U h_k are memory.extra[0]

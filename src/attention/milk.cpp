@@ -36,28 +36,24 @@ torch::Tensor differentiable_average_lagging(const torch::Tensor& delays, const 
 }
 
 MilkAttention::MilkAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size)
-    : MonotonicAttention(config, query_size, memory_size),
-      soft_energy_(*this, ScoreKind::kConcat, query_size, memory_size,
-                   additive_hidden_size(config.hidden_size, query_size), /*coverage=*/false, "milk"),
-      latency_weight_(config.latency_loss) {}
+    : ChunkwiseAttention(config, query_size, memory_size), latency_weight_(config.latency_loss) {}
 
-AttentionMemory MilkAttention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {
-  auto m = MonotonicAttention::prepare(memory, mask);
-  m.extra = {soft_energy_.keys(memory)};  // [B, S, A]
-  return m;
+torch::Tensor MilkAttention::soft_weights(const torch::Tensor& alpha, const torch::Tensor& energies,
+                                          const torch::Tensor& mask) const {
+  return milk_weights(alpha, energies, mask);
 }
 
 AttentionOutput MilkAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
-                                       const AttentionState& state, int64_t /*step*/) {
-  auto alpha = alignment(query, memory, state.tensors.at(0));  // [B, S]
-  auto beta = milk_weights(alpha, soft_energy_(query, memory.extra.at(0)), memory.mask);
+                                       const AttentionState& state, int64_t step) {
+  auto out = ChunkwiseAttention::forward(query, memory, state, step);
   if (is_training() && latency_weight_ > 0) {
+    const auto& alpha = out.state.tensors.at(0);                                            // [B, S]
     const auto lengths = memory.mask.sum(1).to(alpha.scalar_type());                       // |x| [B]
     const auto positions = torch::arange(1, alpha.size(1) + 1, alpha.options());          // 1..S
     delays_.push_back((alpha * positions).sum(1) + (1 - alpha.sum(1)) * lengths);           // g_t [B]
     source_lengths_ = lengths;
   }
-  return {weighted_sum(beta, memory.values), beta, AttentionState{{alpha}}};
+  return out;
 }
 
 torch::Tensor MilkAttention::take_auxiliary_loss(const torch::Tensor& /*sentence_log_likelihood*/,

@@ -22,22 +22,24 @@
 //   DAL = (1/|y|) sum_{t=1}^{|y|} (g'_t - (t-1)/gamma),
 // |y| the sentence's real target steps (its end of sentence counted).
 #pragma once
-#include "attention/monotonic.h"
-#include "attention/score.h"
+#include "attention/chunkwise.h"
 
 namespace attnmt {
 
-class MilkAttention : public MonotonicAttention {
+// chunkwise.h's head, energy and context with the chunk reaching the start (its chunk_size unread).
+class MilkAttention : public ChunkwiseAttention {
  public:
   MilkAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
-  AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
   torch::Tensor take_auxiliary_loss(const torch::Tensor& sentence_log_likelihood,
                                     const torch::Tensor& target_lengths) override;
 
+ protected:
+  torch::Tensor soft_weights(const torch::Tensor& alpha, const torch::Tensor& energies,
+                             const torch::Tensor& mask) const override;
+
  private:
-  ScoreFunction soft_energy_;  // u_{t,k}: its keys U h_k are memory.extra[0]
   double latency_weight_;
   // Per decoder step since the last take_auxiliary_loss() (training): g_t [B]; and |x| [B].
   std::vector<torch::Tensor> delays_;

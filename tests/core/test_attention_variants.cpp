@@ -273,13 +273,24 @@ TEST_CASE("monotonic: hard decoding picks the first p >= 0.5 and never moves lef
   CHECK(make(config_of("monotonic"), 4, 4)->named_parameters()["r"].item<double>() == -4.0);  // the default
 }
 
+// Three sentences of 7, 5 and 1 real positions (S = 7): an expected alignment alpha that sums to
+// 0.8 and soft energies u, as the head and the energy of chunkwise and milk give them.
+struct SoftInputs {
+  torch::Tensor mask, alpha, u;
+};
+SoftInputs soft_inputs(uint64_t seed) {
+  torch::manual_seed(seed);
+  SoftInputs in;
+  in.mask = mask_of({7, 5, 1}, 7);
+  in.alpha = torch::rand({3, 7}, kDouble).masked_fill(in.mask.logical_not(), 0.0);
+  in.alpha = in.alpha / (in.alpha.sum(1, true) * 1.25);
+  in.u = torch::randn({3, 7}, kDouble) * 3;
+  return in;
+}
+
 TEST_CASE("chunkwise: beta equals MoChA's eq. 13 summed term by term", "[attention][chunkwise]") {
-  torch::manual_seed(12);
   const int64_t B = 3, S = 7;
-  auto mask = mask_of({7, 5, 1}, S);
-  auto alpha = torch::rand({B, S}, kDouble).masked_fill(mask.logical_not(), 0.0);
-  alpha = alpha / (alpha.sum(1, true) * 1.25);  // an expected alignment: sums to 0.8
-  auto u = torch::randn({B, S}, kDouble) * 3;
+  const auto [mask, alpha, u] = soft_inputs(12);
   for (const int64_t w : {1, 2, 3, 9}) {
     auto beta = chunkwise_weights(alpha, u, mask, w);
     for (int64_t b = 0; b < B; ++b) {
@@ -332,12 +343,8 @@ TEST_CASE("chunkwise: hard decoding is a softmax over the chunk ending at the mo
 
 TEST_CASE("milk: beta equals MILk's eq. 5 summed term by term, and MoChA's with a chunk reaching the start",
           "[attention][milk]") {
-  torch::manual_seed(21);
   const int64_t B = 3, S = 7;
-  auto mask = mask_of({7, 5, 1}, S);
-  auto alpha = torch::rand({B, S}, kDouble).masked_fill(mask.logical_not(), 0.0);
-  alpha = alpha / (alpha.sum(1, true) * 1.25);  // an expected alignment: sums to 0.8
-  auto u = torch::randn({B, S}, kDouble) * 3;
+  const auto [mask, alpha, u] = soft_inputs(21);
   auto beta = milk_weights(alpha, u, mask);
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = mask[b].sum().item<int64_t>();
