@@ -8,11 +8,14 @@
 # `attnmt translate`'s batch throughput on the same model and input in the same run; the p50 at 1
 # client is set against translating one sentence alone (`translate --batch-size 1` with one worker,
 # on one thread and on THREADS threads, the faster of the two: its search seconds per sentence,
-# model loading excluded); the server's mean batch size (from /metrics); and for the streamed
-# requests the time to the first word (p50/p99) and to the whole answer (p50).
+# model loading excluded); the server's mean batch size (from /metrics: sentences per search batch
+# under static batching, per decoder step under continuous batching); and for the streamed
+# requests the time to the first word (p50/p99) and to the whole answer (p50). Two servers run
+# side by side, one per batching (`--batching static` and `continuous`), and each level measures
+# them in turn, so that the two rows of a level come from the same run.
 #   scripts/load_test.sh [MODEL] [DURATION]   (default: runs/multi30k_de_en/quickstart, 20 s)
 # Bounded: each level runs DURATION seconds; the server binds 127.0.0.1 only and is stopped with
-# SIGTERM at the end. Threads: THREADS (default 2) for the server and for translate alike; the
+# SIGTERM at the end (BATCHING=static or continuous measures one of them only). Threads: THREADS (default 2) for the server and for translate alike; the
 # server batches up to MAX_BATCH sentences (default: serve's, 8 on a CPU) and waits at most
 # MAX_WAIT_MS (default 5) for more.
 # SENTENCES (default 500) mixed-length sentences are made.
@@ -24,7 +27,6 @@ cd "$(dirname "$0")/.."
 model=${1:-runs/multi30k_de_en/quickstart}
 duration=${2:-20}
 threads=${THREADS:-2}
-port=${PORT:-5077}
 input=data/multi30k/test_2016_flickr.de.gz
 if [ ! -e "$model" ]; then
   echo "load_test.sh: no model at '$model' (train one: scripts/quickstart.sh, or give its path)" >&2
@@ -81,22 +83,36 @@ done = function(summary, latency, requests)
 end
 LUA
 
-"$ATTNMT" serve --model "$model" --port "$port" --threads "$threads" ${MAX_BATCH:+--max-batch-sentences "$MAX_BATCH"} --max-wait-ms "${MAX_WAIT_MS:-5}" \
-  --max-queue 4096 > "$work/serve.log" 2>&1 &
-server=$!
+modes=${BATCHING:-static continuous}
 source scripts/serve_wait.sh
-port=$(serve_wait "$work/serve.log" "$server")
+declare -A ports servers
+for mode in $modes; do
+  "$ATTNMT" serve --model "$model" --port 0 --threads "$threads" ${MAX_BATCH:+--max-batch-sentences "$MAX_BATCH"} \
+    --max-wait-ms "${MAX_WAIT_MS:-5}" --batching "$mode" --max-queue 4096 > "$work/serve-$mode.log" 2>&1 &
+  servers[$mode]=$!
+  ports[$mode]=$(serve_wait "$work/serve-$mode.log" "${servers[$mode]}")
+done
+server="${servers[*]}"
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "# $(date -u +%Y-%m-%d) on $cpu ($(nproc) cores), $threads threads, model $model, beam as its config, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# ${SENTENCES:-500} sentences of 1-60 words (mean $(awk '{n += NF} END {printf "%.1f", n / NR}' "$work/input.txt")); ${duration} s per level plain, then ${duration} s streamed"
 printf "batch throughput (attnmt translate): %.1f sentences/s; one sentence alone: %.1f ms (1 thread %.1f, %s threads %.1f)\n" \
   "$batch_rate" "$alone_ms" "$alone_1" "$threads" "$alone_t"
-echo "| clients | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | p50 / alone | mean batch | streamed/s | first word p50 ms | first word p99 ms | streamed p50 ms | errors |"
-echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-batch_sums() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^attnmt_batch_sentences_(sum|count) /{printf "%s ", $2}'; }
+echo "| clients | batching | sentences/s | share of batch | p50 ms | p95 ms | p99 ms | p50 / alone | mean batch | streamed/s | first word p50 ms | first word p99 ms | streamed p50 ms | errors |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+# The mean batch: static, sentences per search batch; continuous, sentences per decoder step.
+batch_sums() {
+  curl -s "http://127.0.0.1:$port/metrics" | awk -v mode="$mode" '
+    mode == "static" && /^attnmt_batch_sentences_(sum|count) / {printf "%s ", $2}
+    mode == "continuous" && /^attnmt_running_step_sentences_total / {sum = $2}
+    mode == "continuous" && /^attnmt_running_steps_total / {count = $2}
+    END {if (mode == "continuous") printf "%s %s ", sum, count}'
+}
 failed=0
 for clients in 1 8 32 128; do
+ for mode in $modes; do
+  port=${ports[$mode]}
   wrk_threads=$(( clients < 2 ? 1 : 2 ))
   read -r sum0 count0 <<< "$(batch_sums)"
   out=$(wrk -t"$wrk_threads" -c"$clients" -d"${duration}s" --timeout 30s -s "$work/one_sentence.lua" \
@@ -107,23 +123,26 @@ for clients in 1 8 32 128; do
   read -r _ s_requests s_seconds first50 first99 whole50 _ s_errors <<< "$streamed"
   python3 -c '
 import sys
-c, n, s, p50, p95, p99, e, batch, alone, sums, sn, ss, f50, f99, w50, se = sys.argv[1:]
+c, mode, n, s, p50, p95, p99, e, batch, alone, sums, sn, ss, f50, f99, w50, se = sys.argv[1:]
 s0, c0, s1, c1 = map(float, sums.split())
 rate = float(n) / float(s)
 mean = (s1 - s0) / max(c1 - c0, 1)
-print(f"| {c} | {rate:.1f} | {100 * rate / float(batch):.0f}% | {float(p50):.1f} | {float(p95):.1f} | {float(p99):.1f} | "
+print(f"| {c} | {mode} | {rate:.1f} | {100 * rate / float(batch):.0f}% | {float(p50):.1f} | {float(p95):.1f} | {float(p99):.1f} | "
       f"{float(p50) / float(alone):.2f}x | {mean:.1f} | {float(sn) / float(ss):.1f} | {float(f50):.1f} | {float(f99):.1f} | "
       f"{float(w50):.1f} | {e} + {se} |")' \
-    "$clients" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate" "$alone_ms" "$sum0 $count0 $sum1 $count1" \
+    "$clients" "$mode" "$requests" "$seconds" "$p50" "$p95" "$p99" "$errors" "$batch_rate" "$alone_ms" "$sum0 $count0 $sum1 $count1" \
     "$s_requests" "$s_seconds" "$first50" "$first99" "$whole50" "$s_errors"
   if [ -z "$errors" ] || [ "$errors" != 0 ] || [ -z "$s_errors" ] || [ "$s_errors" != 0 ]; then
-    echo "load_test.sh: FAILED: ${errors:-no result from wrk} plain and ${s_errors:-no result} streamed errors at $clients clients" >&2
+    echo "load_test.sh: FAILED: ${errors:-no result from wrk} plain and ${s_errors:-no result} streamed errors at $clients clients ($mode)" >&2
     failed=1
   fi
+ done
 done
-kill -TERM $server
-rc=0
-wait $server || rc=$?
-echo "server exited $rc"
-if [ "$rc" -ne 0 ]; then failed=1; fi
+for mode in $modes; do
+  kill -TERM "${servers[$mode]}"
+  rc=0
+  wait "${servers[$mode]}" || rc=$?
+  echo "server ($mode batching) exited $rc"
+  if [ "$rc" -ne 0 ]; then failed=1; fi
+done
 exit $failed

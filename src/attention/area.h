@@ -15,6 +15,8 @@ namespace attnmt {
 
 class AreaAttention : public ScoredAttention {
  public:
+  // Not in a running batch: its memory is one entry per area (Attention::joins_running_batches).
+  bool joins_running_batches() const override { return false; }
   AreaAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   // Every area (the static context) spans positions: prepared again over the longer memory.

@@ -89,6 +89,40 @@ AttentionState AttentionState::index_select(const torch::Tensor& index) const {
   return out;
 }
 
+AttentionMemory AttentionMemory::cat(const AttentionMemory& a, const AttentionMemory& b) {
+  TORCH_CHECK(a.group == b.group, "AttentionMemory::cat: memories of groups ", a.group, " and ", b.group);
+  const int64_t a_len = a.values.size(1), b_len = b.values.size(1), length = std::max(a_len, b_len);
+  auto padded = [&](const torch::Tensor& t, int64_t own) {
+    return own < length && t.dim() >= 2 && t.size(1) == own ? torch::constant_pad_nd(t, pad_dim1(t.dim(), length - own)) : t;
+  };
+  auto both = [&](const torch::Tensor& x, const torch::Tensor& y) {
+    TORCH_CHECK(x.defined() == y.defined(), "AttentionMemory::cat: a tensor defined in one memory only");
+    return x.defined() ? torch::cat({padded(x, a_len), padded(y, b_len)}, 0) : torch::Tensor();
+  };
+  AttentionMemory m;
+  m.values = both(a.values, b.values);
+  m.keys = a.keys.is_same(a.values) && b.keys.is_same(b.values) ? m.values : both(a.keys, b.keys);
+  m.mask = both(a.mask, b.mask);  // constant_pad_nd pads a bool tensor with false
+  m.lengths = both(a.lengths, b.lengths);
+  TORCH_CHECK(a.extra.size() == b.extra.size(), "AttentionMemory::cat: memories of different variants");
+  for (size_t i = 0; i < a.extra.size(); ++i) m.extra.push_back(both(a.extra[i], b.extra[i]));
+  m.group = a.group;
+  return m;
+}
+
+AttentionState Attention::cat_states(const AttentionState& a, int64_t a_length, const AttentionState& b,
+                                     int64_t b_length) const {
+  const int64_t length = std::max(a_length, b_length);
+  const auto x = a_length < length ? grow_state(a, length - a_length) : a;
+  const auto y = b_length < length ? grow_state(b, length - b_length) : b;
+  TORCH_CHECK(x.tensors.size() == y.tensors.size(), "Attention::cat_states: states of different variants");
+  AttentionState out;
+  for (size_t i = 0; i < x.tensors.size(); ++i) {
+    out.tensors.push_back(x.tensors[i].defined() ? torch::cat({x.tensors[i], y.tensors[i]}, 0) : torch::Tensor());
+  }
+  return out;
+}
+
 AttentionMemory Attention::extend(const AttentionMemory& memory, const torch::Tensor& row) {
   auto added = prepare(row.unsqueeze(1), torch::ones({row.size(0), 1}, row.options().dtype(torch::kBool)));
   if (!memory.values.defined()) return added;

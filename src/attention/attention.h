@@ -37,6 +37,11 @@ struct AttentionMemory {
   void keep_rows(const std::vector<int64_t>& rows);
   // mask as one row per query row: [B * group, S].
   torch::Tensor row_mask() const;
+  // Continuous batching (decoding/running_search.h): b's rows after a's, both of one group, the
+  // shorter memory padded to the longer: zero states, mask false, so never attended. Every tensor
+  // of dimension >= 2 whose dimension 1 is the source length is padded (per-position memories:
+  // Attention::joins_running_batches).
+  static AttentionMemory cat(const AttentionMemory& a, const AttentionMemory& b);
 };
 
 // Per-step recurrent state (running sums, previous alignment, coverage...), batch-first.
@@ -73,6 +78,13 @@ class Attention : public torch::nn::Module {
   // Whether forward() takes a memory with group > 1 (AttentionMemory). Beam search then keeps one
   // copy of each sentence's memory for its K beams instead of K copies.
   virtual bool shares_memory_across_beams() const { return false; }
+  // Whether rows at different target steps, over memories padded to a common length
+  // (AttentionMemory::cat, grow_state), can share a batch (continuous batching,
+  // decoding/running_search.h): not a variant that reads the step itself, or whose memory is not
+  // one entry per source position.
+  virtual bool joins_running_batches() const { return true; }
+  // Continuous batching: b's rows after a's, each grown (grow_state) to the longer memory.
+  AttentionState cat_states(const AttentionState& a, int64_t a_length, const AttentionState& b, int64_t b_length) const;
   // Size of the context vector this variant returns.
   virtual int64_t context_size() const { return memory_size_; }
   // An extra training loss term accumulated since the last call (coverage loss, REINFORCE...);

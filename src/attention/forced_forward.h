@@ -20,6 +20,9 @@ class ForcedForwardAttention : public ScoredAttention {
   ForcedForwardAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
+  // Not in a running batch: a batch's first step is told by its state being empty, so rows that
+  // have stepped and rows that have not cannot share one (Attention::joins_running_batches).
+  bool joins_running_batches() const override { return false; }
 };
 
 }  // namespace attnmt

@@ -24,6 +24,14 @@ AttentionState ForwardAttention::initial_state(const AttentionMemory& memory) co
   return {{first_position_alignment(memory), u0}};
 }
 
+AttentionState ForwardAttention::grow_state(const AttentionState& state, int64_t rows) const {
+  AttentionState alignment;
+  alignment.tensors.push_back(state.tensors.at(0));
+  AttentionState grown = Attention::grow_state(alignment, rows);
+  grown.tensors.push_back(state.tensors.at(1));
+  return grown;
+}
+
 AttentionOutput ForwardAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
                                           const AttentionState& state, int64_t /*step*/) {
   const auto& previous = state.tensors.at(0);                    // alpha_{t-1} [B, S]

@@ -12,6 +12,8 @@ namespace attnmt {
 
 class LocalMAttention : public ScoredAttention {
  public:
+  // Not in a running batch: its window is centred on the step itself (Attention::joins_running_batches).
+  bool joins_running_batches() const override { return false; }
   LocalMAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;

@@ -13,6 +13,8 @@ namespace attnmt {
 
 class StaticAttention : public Attention {
  public:
+  // Not in a running batch: its memory is one context per sentence (Attention::joins_running_batches).
+  bool joins_running_batches() const override { return false; }
   StaticAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionMemory prepare(const torch::Tensor& memory, const torch::Tensor& mask) override;
   // Every area (the static context) spans positions: prepared again over the longer memory.

@@ -48,9 +48,15 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
                               kCpuBatchSentences, kGpuBatchSentences))
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--max-wait-ms", so.batching.max_wait_ms,
-                  fmt::format("How long the oldest waiting sentence waits for others to batch with (default {})",
+                  fmt::format("Static batching: how long the oldest waiting sentence waits for others to batch with (default {})",
                               defaults.batching.max_wait_ms))
       ->check(CLI::Range(0, 10000));
+  cmd->add_option_function<std::string>(
+         "--batching", [&so](const std::string& v) { so.batching.continuous = v == "continuous"; },
+         std::string("continuous: sentences join a running search between decoder steps and leave it when done; "
+                     "static: a batch is decoded whole before the next starts (default ") +
+             (defaults.batching.continuous ? "continuous" : "static") + ")")
+      ->check(CLI::IsMember({"continuous", "static"}));
   cmd->add_option("--workers", so.batching.workers,
                   "Batches decoded at once, each on its share of the threads (default 0: one per thread on a CPU)")
       ->check(CLI::Range(0, 64));

@@ -44,6 +44,19 @@ std::unique_ptr<SearchState> EnsembleStepModel::start(const torch::Tensor& src, 
   return state;
 }
 
+bool EnsembleStepModel::merges_states() const {
+  for (const auto* m : members_) {
+    if (!m->merges_states()) return false;
+  }
+  return true;
+}
+
+void EnsembleStepModel::merge(SearchState& into, SearchState& from) {
+  auto& a = static_cast<EnsembleState&>(into);
+  auto& b = static_cast<EnsembleState&>(from);
+  for (size_t i = 0; i < members_.size(); ++i) members_[i]->merge(*a.members[i], *b.members[i]);
+}
+
 StepResult EnsembleStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
   auto& s = static_cast<EnsembleState&>(state);
   StepResult out;

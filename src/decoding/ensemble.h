@@ -28,6 +28,8 @@ class EnsembleStepModel : public StepModel {
   int64_t pad_id() const override { return members_.front()->pad_id(); }
   int64_t unk_id() const override { return members_.front()->unk_id(); }
   torch::Device device() const override { return members_.front()->device(); }
+  bool merges_states() const override;  // every member's
+  void merge(SearchState& into, SearchState& from) override;
 
  private:
   std::vector<StepModel*> members_;

@@ -254,6 +254,23 @@ void Seq2SeqStepModel::advance(const torch::Tensor& prev_tokens, SearchState& st
   ++s.t;
 }
 
+bool Seq2SeqStepModel::merges_states() const {
+  return !lexicon_ && model_.model()->joins_running_batches();
+}
+
+void Seq2SeqStepModel::merge(SearchState& into, SearchState& from) {
+  TORCH_CHECK(merges_states(), "merge: this model's batches cannot be merged");
+  auto& a = static_cast<Seq2SeqSearchState&>(into);
+  auto& b = static_cast<Seq2SeqSearchState&>(from);
+  TORCH_CHECK(a.share_memory == b.share_memory && a.memory.group == b.memory.group,
+              "merge: states expanded to beams differently");
+  const auto& attention = model_.model()->decoder()->attention();
+  auto states = attention.cat_states(a.state.attention, a.memory.values.size(1), b.state.attention, b.memory.values.size(1));
+  a.state = DecoderStepState::cat(a.state, b.state, std::move(states));
+  a.memory = AttentionMemory::cat(a.memory, b.memory);
+  a.t = 0;  // the rows' steps differ; this model reads none (joins_running_batches)
+}
+
 std::unique_ptr<Seq2SeqStepModel> make_step_model(Seq2Seq model, const DecodeConfig& decode,
                                                   std::shared_ptr<const Lexicon> lexicon) {
   auto step = std::make_unique<Seq2SeqStepModel>(std::move(model), decode.precision, decode.packed_weights);

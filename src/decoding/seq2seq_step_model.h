@@ -56,6 +56,10 @@ class Seq2SeqStepModel : public StepModel {
   // model.decoder.init zero and an attention that streams (registry.h: hard, stops in what was read).
   bool keeps_decoder_across_reads() const override;
   void advance(const torch::Tensor& prev_tokens, SearchState& state) override;
+  // Without a shortlist (each batch's output layer is its own) and on a model whose rows need not
+  // be at one step (Seq2SeqImpl::joins_running_batches).
+  bool merges_states() const override;
+  void merge(SearchState& into, SearchState& from) override;
 
  private:
   DecodingSeq2Seq model_;

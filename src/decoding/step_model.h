@@ -71,6 +71,13 @@ class StepModel {
   // reads nothing right of where it stops. Then streaming keeps the decoder across reads; else it
   // restarts it and replays the written tokens.
   virtual bool keeps_decoder_across_reads() const { return false; }
+  // Continuous batching (running_search.h): whether the states of batches started apart, now at
+  // different steps, can be merged into one batch whose rows each step as in their own batch
+  // (their step results equal up to float reassociation: padding, the batch's shape).
+  virtual bool merges_states() const { return false; }
+  // Appends the rows of `from` after those of `into`, both from start() (expanded to beams alike
+  // where they were); `from` is not used again.
+  virtual void merge(SearchState& into, SearchState& from) { throw std::logic_error("merges_states() is false"); }
   // step() without its result (a replay of a written token): the output layer may be skipped.
   virtual void advance(const torch::Tensor& prev_tokens, SearchState& state) { step(prev_tokens, state, false); }
 };

@@ -29,6 +29,11 @@ bool TokenRules::active(int64_t t) const {
   return t < min_length_ || (ngram_ > 0 && t >= ngram_ - 1) || t < static_cast<int64_t>(longest_prefix_);
 }
 
+bool TokenRules::active_for(int64_t t, int64_t sentence) const {
+  const size_t prefix = sentence < static_cast<int64_t>(guides_.size()) ? guides_[static_cast<size_t>(sentence)].prefix.size() : 0;
+  return t < min_length_ || (ngram_ > 0 && t >= ngram_ - 1) || t < static_cast<int64_t>(prefix);
+}
+
 std::vector<int64_t> TokenRules::repeating_tokens(const std::vector<int64_t>& tokens, int n) {
   std::vector<int64_t> out;
   const int64_t L = static_cast<int64_t>(tokens.size());

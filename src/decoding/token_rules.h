@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <vector>
+#include <utility>
 
 #include "decoding/search_types.h"
 
@@ -26,7 +27,17 @@ class TokenRules {
   template <typename History>
   void apply(torch::Tensor& log_probs, int64_t t, const std::vector<int64_t>& sentence, History&& history,
              const int64_t* vocabulary) const {
+    apply_at(log_probs, [t](int64_t) { return t; }, sentence, std::forward<History>(history), vocabulary);
+  }
+  // Whether a rule may bar a token of sentence `sentence`'s row at its step t: active(t) for that
+  // sentence alone (a running batch's rows are at different steps: running_search.h).
+  bool active_for(int64_t t, int64_t sentence) const;
+  // apply() with each row n at its own step step_of(n).
+  template <typename StepOf, typename History>
+  void apply_at(torch::Tensor& log_probs, StepOf&& step_of, const std::vector<int64_t>& sentence, History&& history,
+                const int64_t* vocabulary) const {
     for (int64_t n = 0; n < log_probs.size(0); ++n) {
+      const int64_t t = step_of(n);
       const int64_t b = sentence[static_cast<size_t>(n)];
       const SentenceGuide* guide = b < static_cast<int64_t>(guides_.size()) ? &guides_[static_cast<size_t>(b)] : nullptr;
       const bool in_prefix = guide && t < static_cast<int64_t>(guide->prefix.size());

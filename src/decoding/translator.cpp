@@ -112,6 +112,50 @@ std::vector<std::vector<int>> encode_sources(const Tokenizer& src, const std::ve
   return encoded;
 }
 
+std::pair<torch::Tensor, torch::Tensor> source_batch(const std::vector<const std::vector<int>*>& sentences) {
+  const int64_t B = static_cast<int64_t>(sentences.size());
+  int64_t S = 0;
+  for (const auto* ids : sentences) S = std::max<int64_t>(S, static_cast<int64_t>(ids->size()) + 1);
+  auto src = torch::full({B, S}, static_cast<int64_t>(Tokenizer::kPad), torch::kLong);
+  auto lengths = torch::empty({B}, torch::kLong);
+  auto* sp = src.data_ptr<int64_t>();
+  auto* lp = lengths.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& ids = *sentences[static_cast<size_t>(b)];
+    for (size_t j = 0; j < ids.size(); ++j) sp[b * S + static_cast<int64_t>(j)] = ids[j];
+    sp[b * S + static_cast<int64_t>(ids.size())] = Tokenizer::kEos;
+    lp[b] = static_cast<int64_t>(ids.size()) + 1;
+  }
+  return {src, lengths};
+}
+
+std::vector<Translation> to_translations(std::vector<Hypothesis>& n_best, const std::vector<int>& source,
+                                         const Tokenizers& tokenizers, const TranslateOptions& options) {
+  std::vector<Translation> out;
+  std::vector<std::string> src_pieces;
+  const bool pieces = options.search.return_attention || options.return_pieces;
+  if (pieces) {
+    for (int id : source) src_pieces.push_back(tokenizers.src->piece(id));
+    src_pieces.push_back("</s>");
+  }
+  for (auto& hyp : n_best) {
+    Translation tr;
+    tr.text = tokenizers.tgt->decode(std::vector<int>(hyp.tokens.begin(), hyp.tokens.end()));
+    tr.score = hyp.score;
+    tr.log_prob = hyp.log_prob;
+    tr.constraints_met = hyp.constraints_met;
+    tr.target_tokens = hyp.tokens.size() + (hyp.finished ? 1 : 0);
+    if (pieces) {
+      tr.src_pieces = src_pieces;
+      for (auto id : hyp.tokens) tr.tgt_pieces.push_back(tokenizers.tgt->piece(static_cast<int>(id)));
+      if (hyp.finished) tr.tgt_pieces.push_back("</s>");
+    }
+    if (options.search.return_attention) tr.attention = std::move(hyp.attention);
+    out.push_back(std::move(tr));
+  }
+  return out;
+}
+
 std::vector<std::vector<Translation>> translate_lines(StepModel& model, const Tokenizers& tokenizers,
                                                       const std::vector<std::string>& lines,
                                                       const TranslateOptions& options, const LineGuides& guides) {
@@ -138,8 +182,6 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
   }
   torch::InferenceMode inference;
   const auto device = model.device();
-  const int64_t pad = Tokenizer::kPad;
-  const int64_t eos = Tokenizer::kEos;
   const auto encoded = [&] {
     PhaseScope phase(DecodePhase::kTokenize);
     return encode_sources(*tokenizers.src, lines, options.max_source_tokens);
@@ -171,17 +213,9 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     const size_t start = index * static_cast<size_t>(options.batch_size);
     const size_t end = std::min(order.size(), start + static_cast<size_t>(options.batch_size));
     const int64_t B = static_cast<int64_t>(end - start);
-    int64_t S = 0;
-    for (size_t k = start; k < end; ++k) S = std::max<int64_t>(S, encoded[order[k]].size() + 1);
-    auto src = torch::full({B, S}, pad, torch::kLong);
-    auto lengths = torch::empty({B}, torch::kLong);
-    auto* sp = src.data_ptr<int64_t>();
-    for (int64_t b = 0; b < B; ++b) {
-      const auto& ids = encoded[order[start + b]];
-      for (size_t j = 0; j < ids.size(); ++j) sp[b * S + j] = ids[j];
-      sp[b * S + ids.size()] = eos;
-      lengths[b] = static_cast<int64_t>(ids.size()) + 1;
-    }
+    std::vector<const std::vector<int>*> batch;
+    for (size_t k = start; k < end; ++k) batch.push_back(&encoded[order[k]]);
+    auto [src, lengths] = source_batch(batch);
     Guides sentence_guides;
     for (int64_t b = 0; b < B; ++b) sentence_guides.push_back(sentence_guide(order[start + b]));
     tokenize_phase.reset();
@@ -190,28 +224,7 @@ std::vector<std::vector<Translation>> translate_lines(StepModel& model, const To
     for (int64_t b = 0; b < B; ++b) {
       const size_t line = order[start + b];
       auto& out = results[line];
-      out.clear();
-      std::vector<std::string> src_pieces;
-      const bool pieces = options.search.return_attention || options.return_pieces;
-      if (pieces) {
-        for (int id : encoded[line]) src_pieces.push_back(tokenizers.src->piece(id));
-        src_pieces.push_back("</s>");
-      }
-      for (auto& hyp : nbest[b]) {
-        Translation tr;
-        tr.text = tokenizers.tgt->decode(std::vector<int>(hyp.tokens.begin(), hyp.tokens.end()));
-        tr.score = hyp.score;
-        tr.log_prob = hyp.log_prob;
-        tr.constraints_met = hyp.constraints_met;
-        tr.target_tokens = hyp.tokens.size() + (hyp.finished ? 1 : 0);
-        if (pieces) {
-          tr.src_pieces = src_pieces;
-          for (auto id : hyp.tokens) tr.tgt_pieces.push_back(tokenizers.tgt->piece(static_cast<int>(id)));
-          if (hyp.finished) tr.tgt_pieces.push_back("</s>");
-        }
-        if (options.search.return_attention) tr.attention = std::move(hyp.attention);
-        out.push_back(std::move(tr));
-      }
+      out = to_translations(nbest[b], encoded[line], tokenizers, options);
       if (mbr) {
         mbr_rerank(out, search.sampling, options.mbr);
         if (out.size() > n_best) out.resize(n_best);

@@ -1,7 +1,10 @@
 // Text in, text out: tokenizes lines, decodes them in length-sorted batches with greedy or beam
 // search, detokenizes, and returns the results in input order. Empty lines give empty output.
 #pragma once
+#include <torch/torch.h>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -47,6 +50,14 @@ TranslateOptions translate_options(const DecodeConfig& decode);
 // bounded whatever the input.
 std::vector<std::vector<int>> encode_sources(const Tokenizer& src, const std::vector<std::string>& lines,
                                              int max_source_tokens);
+
+// Sentences' source subwords as search() takes them: src [B, S] (each followed by eos, padded)
+// and lengths [B] (eos counted), on the CPU.
+std::pair<torch::Tensor, torch::Tensor> source_batch(const std::vector<const std::vector<int>*>& sentences);
+
+// A sentence's hypotheses as text (its pieces and attention where options ask for them).
+std::vector<Translation> to_translations(std::vector<Hypothesis>& n_best, const std::vector<int>& source,
+                                         const Tokenizers& tokenizers, const TranslateOptions& options);
 
 // One n-best list per input line. A line's prefix is force-decoded before search goes on (the
 // translation then begins with it); its constraints are decoded as constraints.h describes.

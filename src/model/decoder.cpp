@@ -30,6 +30,18 @@ DecoderStepState DecoderStepState::index_select(const torch::Tensor& index) cons
   return out;
 }
 
+DecoderStepState DecoderStepState::cat(const DecoderStepState& a, const DecoderStepState& b, AttentionState attention) {
+  TORCH_CHECK(!a.past_keys.defined() && !b.past_keys.defined(), "DecoderStepState::cat: not with self-attention");
+  TORCH_CHECK(a.rnn.h.size() == b.rnn.h.size() && a.rnn.c.size() == b.rnn.c.size() && a.feed.defined() == b.feed.defined(),
+              "DecoderStepState::cat: states of different decoders");
+  DecoderStepState out;
+  for (size_t i = 0; i < a.rnn.h.size(); ++i) out.rnn.h.push_back(torch::cat({a.rnn.h[i], b.rnn.h[i]}, 0));
+  for (size_t i = 0; i < a.rnn.c.size(); ++i) out.rnn.c.push_back(torch::cat({a.rnn.c[i], b.rnn.c[i]}, 0));
+  if (a.feed.defined()) out.feed = torch::cat({a.feed, b.feed}, 0);
+  out.attention = std::move(attention);
+  return out;
+}
+
 DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
     : config_(config), luong_(config.decoder.style == DecoderStyle::luong) {
   const auto& dec = config.decoder;

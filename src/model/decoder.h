@@ -30,6 +30,9 @@ struct DecoderStepState {
   torch::Tensor past_keys, past_states;
 
   DecoderStepState index_select(const torch::Tensor& index) const;
+  // b's rows after a's (continuous batching), their attention states already of one memory length
+  // (Attention::cat_states); neither with self-attention's past, which is as long as its step.
+  static DecoderStepState cat(const DecoderStepState& a, const DecoderStepState& b, AttentionState attention);
 };
 
 // The decoder's products in one execution mode (model/product.h).
@@ -58,6 +61,7 @@ class DecoderImpl : public torch::nn::Module {
   DecoderProducts training_products() const;
 
   Attention& attention() { return *attention_; }
+  const Attention& attention() const { return *attention_; }
   int64_t output_size() const { return config_.decoder.hidden_size; }
 
  private:

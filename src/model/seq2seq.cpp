@@ -77,6 +77,10 @@ bool Seq2SeqImpl::decoder_keeps_across_reads() const {
   return config_.decoder.init == DecoderInit::zero && attention_streams(config_.attention);
 }
 
+bool Seq2SeqImpl::joins_running_batches() const {
+  return !config_.decoder.self_attention && decoder_->attention().joins_running_batches();
+}
+
 void check_wait_k_training(const ModelConfig& config, int64_t k) {
   if (k > 0 && !config.source_eos) {
     throw InputError("train.wait_k: needs model.source_eos: true (a stream reads the end of sentence as a token)");

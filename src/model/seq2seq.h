@@ -72,6 +72,10 @@ class Seq2SeqImpl : public torch::nn::Module {
   // stopped inside what was read: the initial state ignores the source (model.decoder.init: zero)
   // and the attention streams (attention/registry.h: hard, nothing right of its stop is read).
   bool decoder_keeps_across_reads() const;
+  // Continuous batching (decoding/running_search.h): whether rows at different target steps, over
+  // memories padded to one length, can share a decoder batch: no decoder self-attention (its past is
+  // as long as the step) and an attention that allows it (Attention::joins_running_batches).
+  bool joins_running_batches() const;
   // Prefix-to-prefix training (config train.wait_k; STACL, Ma et al. 2019, 3.2): with k > 0,
   // hidden_states() lets target step t (1-based) attend to the first g(t) = min(k + t - 1, n) source
   // tokens of a source of n tokens (its end of sentence with the n-th), and starts the decoder from

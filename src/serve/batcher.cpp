@@ -3,8 +3,10 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "decoding/running_search.h"
 #include "runtime/workers.h"
 #include "serve/batch_fault.h"
 #include "util/error.h"
@@ -63,6 +65,16 @@ std::shared_ptr<Pending> Batcher::submit(const ServedModel& model, const Request
   if (!lane) {
     lanes_.push_back(std::make_unique<Lane>(Lane{&model, options, {}, 0}));
     lane = lanes_.back().get();
+    if (limits_.continuous) {
+      const auto t = lane_options(model, options);
+      auto why = RunningSearch::refusal(*model.step, t.search);
+      if (why.empty() && t.mbr != MbrMetric::none) why = "decode.mbr: MBR reranks a whole beam's hypotheses";
+      lane->continuous = why.empty();
+      if (!why.empty()) {
+        spdlog::info("[serve] model '{}' (beam {}, n-best {}): static batches: {}", model.name, options.beam_size,
+                     options.n_best, why);
+      }
+    }
   }
   queued_ += sentences.size();
   lane->sentences += sentences.size();
@@ -117,6 +129,7 @@ void Batcher::work() {
     std::vector<std::string> lines;
     const ServedModel* model = nullptr;
     RequestOptions options;
+    Lane* continuous = nullptr;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [&] { return stopping_ || queued_ > 0; });
@@ -130,33 +143,16 @@ void Batcher::work() {
       // Wait for more sentences of this lane until the batch is full or the oldest has waited
       // max_wait_ms, but only when more are likely to come: another batch is being decoded (its
       // clients answer with new requests), or recent batches gathered several requests. A lone
-      // client's request goes at once. Not when stopping: everything queued goes out then.
-      if (busy_ > 0 || requests_per_batch_ >= 1.5) {
+      // client's request goes at once. Not when stopping: everything queued goes out then. Not for
+      // a running search, which others join at any step.
+      if (!lane->continuous && (busy_ > 0 || requests_per_batch_ >= 1.5)) {
         const auto deadline = lane->entries.front().arrived + std::chrono::milliseconds(limits_.max_wait_ms);
         changed_.wait_until(lock, deadline,
                             [&] { return stopping_ || lane->sentences >= limits_.max_batch_sentences; });
       }
       drop_cancelled(*lane);
       if (lane->entries.empty()) continue;
-      // What is queued is shared with the idle workers (this one included), so that a few
-      // clients' sentences are decoded side by side rather than in one batch while a worker idles.
-      const size_t idle = static_cast<size_t>(worker_count_ - busy_);
-      const size_t cap = std::min(limits_.max_batch_sentences, (lane->sentences + idle - 1) / std::max<size_t>(idle, 1));
-      // One sentence from each waiting request in turn.
-      while (items.size() < cap && !lane->entries.empty()) {
-        for (auto it = lane->entries.begin(); it != lane->entries.end() && items.size() < cap;) {
-          items.push_back({it->pending, it->next});
-          lines.push_back(std::move(it->sentences[it->next]));
-          ++it->next;
-          if (it->next == it->sentences.size()) {
-            it = lane->entries.erase(it);
-          } else {
-            ++it;
-          }
-        }
-      }
-      lane->sentences -= items.size();
-      queued_ -= items.size();
+      take(*lane, share(*lane, limits_.max_batch_sentences, /*busy=*/false), items, lines);
       std::unordered_set<const Pending*> requests;
       for (const auto& item : items) requests.insert(item.pending.get());
       requests_per_batch_ = 0.7 * requests_per_batch_ + 0.3 * static_cast<double>(requests.size());
@@ -165,6 +161,13 @@ void Batcher::work() {
       model = lane->model;
       options = lane->options;
       if (metrics_) metrics_->queue_depth(queued_);
+      continuous = lane->continuous ? lane : nullptr;
+    }
+    if (continuous) {
+      run_continuous(*continuous, std::move(items), std::move(lines));
+      std::lock_guard<std::mutex> lock(mutex_);
+      --busy_;
+      continue;
     }
     if (metrics_) metrics_->batch(items.size());
     std::vector<char> stopped(items.size(), 0);
@@ -181,21 +184,209 @@ void Batcher::work() {
       if (metrics_ && !watches.empty() && watches[i] && !stopped[i]) metrics_->stream_ended(/*client_gone=*/false);
     }
     if (metrics_) metrics_->sentences(translated);
-    for (size_t i = 0; i < items.size(); ++i) {
-      auto& p = *items[i].pending;
-      std::lock_guard<std::mutex> lock(p.mutex_);
-      if (outcomes[i].error.empty()) {
-        p.results_[items[i].index] = std::move(outcomes[i].n_best);
-      } else if (p.error_.empty()) {
-        p.error_ = outcomes[i].error;
-        p.input_error_ = outcomes[i].input_error;
-      }
-      if (--p.remaining_ == 0) {
-        p.done_.notify_all();
-        if (p.watcher_.done) p.watcher_.done();
+    for (size_t i = 0; i < items.size(); ++i) answer(items[i], std::move(outcomes[i]));
+  }
+}
+
+void Batcher::answer(const Item& item, Outcome outcome) {
+  auto& p = *item.pending;
+  std::lock_guard<std::mutex> lock(p.mutex_);
+  if (outcome.error.empty()) {
+    p.results_[item.index] = std::move(outcome.n_best);
+  } else if (p.error_.empty()) {
+    p.error_ = outcome.error;
+    p.input_error_ = outcome.input_error;
+  }
+  if (--p.remaining_ == 0) {
+    p.done_.notify_all();
+    if (p.watcher_.done) p.watcher_.done();
+  }
+}
+
+size_t Batcher::share(const Lane& lane, size_t room, bool busy) const {
+  // What is queued is shared with the idle workers (this one included), so that a few clients'
+  // sentences are decoded side by side rather than in one batch while a worker idles.
+  const size_t takers = static_cast<size_t>(std::max(worker_count_ - busy_, 0)) + (busy ? 1 : 0);
+  return std::min(room, (lane.sentences + std::max<size_t>(takers, 1) - 1) / std::max<size_t>(takers, 1));
+}
+
+void Batcher::take(Lane& lane, size_t cap, std::vector<Item>& items, std::vector<std::string>& lines) {
+  const size_t before = items.size();
+  cap += before;
+  // One sentence from each waiting request in turn.
+  while (items.size() < cap && !lane.entries.empty()) {
+    for (auto it = lane.entries.begin(); it != lane.entries.end() && items.size() < cap;) {
+      items.push_back({it->pending, it->next});
+      lines.push_back(std::move(it->sentences[it->next]));
+      ++it->next;
+      if (it->next == it->sentences.size()) {
+        it = lane.entries.erase(it);
+      } else {
+        ++it;
       }
     }
   }
+  lane.sentences -= items.size() - before;
+  queued_ -= items.size() - before;
+}
+
+TranslateOptions Batcher::lane_options(const ServedModel& model, const RequestOptions& options) {
+  TranslateOptions t = model.defaults;
+  t.search.beam_size = options.beam_size;
+  t.search.n_best = options.n_best;
+  t.search.return_attention = options.attention;
+  t.workers = 1;
+  t.progress_label.clear();
+  return t;
+}
+
+void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<std::string> lines) {
+  torch::InferenceMode inference;
+  const ServedModel& model = *lane.model;
+  const TranslateOptions t = lane_options(model, lane.options);
+  RunningSearch search(*model.step, t.search);
+  struct Running {
+    Item item;
+    std::string line;
+    std::vector<int> source;
+    std::shared_ptr<char> stopped;  // its watch stopped it (set by the watch, on this thread)
+    bool watched = false;
+  };
+  std::unordered_map<uint64_t, Running> running;
+  size_t sentences = 0;  // taken into this running search, for the batch metrics
+  auto finish = [&](const Running& r, Outcome outcome) {
+    const bool stopped = r.stopped && *r.stopped;
+    if (metrics_) {
+      metrics_->sentences(outcome.error.empty() && !stopped ? 1 : 0);
+      if (r.watched && !stopped) metrics_->stream_ended(/*client_gone=*/false);
+    }
+    answer(r.item, std::move(outcome));
+  };
+  // Encodes the sentences and merges them into the running search; a blank line is answered at
+  // once (as translate writes it), a group that fails to start is started again one by one so that
+  // a sentence that cannot be decoded fails alone.
+  auto admit = [&](std::vector<Item> new_items, std::vector<std::string> new_lines) {
+    sentences += new_items.size();
+    std::vector<Running> group;
+    for (size_t i = 0; i < new_items.size(); ++i) {
+      Running r{new_items[i], std::move(new_lines[i]), {}, nullptr, false};
+      r.watched = static_cast<bool>(r.item.pending->watcher_.decided);
+      group.push_back(std::move(r));
+    }
+    auto start = [&](std::vector<Running>& part) {
+      std::vector<std::string> text;
+      for (const auto& r : part) text.push_back(r.line);
+      if (batch_fault_for_tests != nullptr) batch_fault_for_tests(text);
+      const auto encoded = encode_sources(*model.tokenizers->src, text, t.max_source_tokens);
+      std::vector<const std::vector<int>*> sources;
+      Guides guides;
+      std::vector<size_t> decoded;
+      for (size_t i = 0; i < part.size(); ++i) {
+        part[i].source = encoded[i];
+        if (encoded[i].empty()) continue;
+        decoded.push_back(i);
+        sources.push_back(&part[i].source);
+        SentenceGuide g;
+        if (part[i].watched) {
+          if (metrics_) metrics_->stream_started();
+          part[i].stopped = std::make_shared<char>(0);
+          g.watch = [this, &watch = part[i].item.pending->watcher_.decided, stopped = part[i].stopped,
+                     sentence = part[i].item.index](const std::vector<int64_t>& decided) {
+            if (stream_step_for_tests != nullptr) stream_step_for_tests();
+            if (watch(sentence, decided)) return true;
+            *stopped = 1;
+            if (metrics_) metrics_->stream_ended(/*client_gone=*/true);  // it leaves its batch now
+            return false;
+          };
+        }
+        guides.push_back(std::move(g));
+      }
+      std::vector<uint64_t> tickets;
+      if (!sources.empty()) {
+        auto [src, lengths] = source_batch(sources);
+        tickets = search.add(src.to(model.step->device()), lengths.to(model.step->device()), std::move(guides));
+      }
+      for (size_t i = 0, k = 0; i < part.size(); ++i) {
+        if (k < decoded.size() && decoded[k] == i) {
+          running.emplace(tickets[k++], std::move(part[i]));
+        } else {
+          Outcome blank;
+          blank.n_best.emplace_back();
+          finish(part[i], std::move(blank));
+        }
+      }
+    };
+    try {
+      start(group);
+      return;
+    } catch (const std::exception& e) {
+      if (group.size() > 1) {
+        spdlog::warn("[serve] a batch of {} sentences failed to start ({}): decoding them one at a time", group.size(), e.what());
+      } else {
+        Outcome failed;
+        failed.error = e.what();
+        failed.input_error = dynamic_cast<const InputError*>(&e) != nullptr;
+        spdlog::error("[serve] a sentence failed: {}", failed.error);
+        finish(group[0], std::move(failed));
+        return;
+      }
+    }
+    for (auto& r : group) {
+      std::vector<Running> one;
+      one.push_back(std::move(r));
+      try {
+        start(one);
+      } catch (const std::exception& e) {
+        Outcome failed;
+        failed.error = e.what();
+        failed.input_error = dynamic_cast<const InputError*>(&e) != nullptr;
+        spdlog::error("[serve] a sentence failed: {}", failed.error);
+        finish(one[0], std::move(failed));
+      }
+    }
+  };
+  admit(std::move(items), std::move(lines));
+  while (!search.empty()) {
+    std::vector<RunningSearch::Done> done;
+    if (metrics_) metrics_->step(search.sentences());
+    try {
+      done = search.step();
+    } catch (const std::exception& e) {
+      // The running batch's state is lost: its sentences are decoded again, each alone.
+      spdlog::warn("[serve] a running batch of {} sentences failed ({}): decoding them one at a time", running.size(),
+                   e.what());
+      for (auto& [ticket, r] : running) {
+        std::vector<DecidedWatch> watch;
+        auto outcome = std::move(decode(model, lane.options, {r.line}, watch)[0]);
+        finish(r, std::move(outcome));
+      }
+      break;
+    }
+    for (auto& d : done) {
+      auto it = running.find(d.ticket);
+      Outcome outcome;
+      if (!d.stopped) outcome.n_best = to_translations(d.n_best, it->second.source, *model.tokenizers, t);
+      if (outcome.n_best.empty()) outcome.n_best.emplace_back();
+      finish(it->second, std::move(outcome));
+      running.erase(it);
+    }
+    // Between two steps: the lane's waiting sentences join, while this lane is the one that has
+    // waited longest (else the search drains and the worker goes to the older lane).
+    std::vector<Item> more;
+    std::vector<std::string> more_lines;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      drop_cancelled(lane);
+      const size_t room = limits_.max_batch_sentences - std::min(limits_.max_batch_sentences, search.sentences());
+      if (room > 0 && lane.sentences > 0 && oldest_lane() == &lane) {
+        take(lane, share(lane, room, /*busy=*/true), more, more_lines);
+        if (metrics_) metrics_->queue_depth(queued_);
+        if (queued_ > 0) changed_.notify_all();
+      }
+    }
+    if (!more.empty()) admit(std::move(more), std::move(more_lines));
+  }
+  if (metrics_) metrics_->batch(sentences);
 }
 
 std::vector<DecidedWatch> Batcher::watches_of(const std::vector<Item>& items, std::vector<char>& stopped) {
@@ -222,12 +413,7 @@ std::vector<DecidedWatch> Batcher::watches_of(const std::vector<Item>& items, st
 std::vector<Batcher::Outcome> Batcher::decode(const ServedModel& model, const RequestOptions& options,
                                               std::vector<std::string> lines,
                                               const std::vector<DecidedWatch>& watches) {
-  TranslateOptions t = model.defaults;
-  t.search.beam_size = options.beam_size;
-  t.search.n_best = options.n_best;
-  t.search.return_attention = options.attention;
-  t.workers = 1;
-  t.progress_label.clear();
+  TranslateOptions t = lane_options(model, options);
   auto run = [&](const std::vector<std::string>& batch, LineGuides guides) {
     if (batch_fault_for_tests != nullptr) batch_fault_for_tests(batch);
     t.batch_size = static_cast<int>(batch.size());

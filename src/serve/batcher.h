@@ -7,6 +7,11 @@
 // interleaved with the single sentences that arrive behind it instead of holding them up. The
 // queue is bounded (submit refuses beyond max_queue_sentences); a request whose client gave up
 // (Pending::cancel) has its sentences dropped from the queue (counted in the metrics).
+// Continuous batching (BatcherLimits::continuous, the default): where the model and options allow
+// (decoding/running_search.h), a worker keeps one running search per lane; between two decoder
+// steps it takes the lane's waiting sentences into it (up to max_batch_sentences running, sharing
+// what waits with idle workers), and answers each sentence as soon as it finishes. It stops taking
+// new ones when another lane has waited longer, and goes to that lane once its search is empty.
 // A batch that fails is decoded again one sentence at a time, so that a sentence that cannot be
 // decoded fails its own request only and the others of its batch are answered.
 // A request may watch its sentences' output as it is decided (SentenceWatch): told at every search
@@ -115,6 +120,7 @@ class Batcher {
     RequestOptions options;
     std::deque<Entry> entries;
     size_t sentences = 0;
+    bool continuous = false;  // decoded by a running search (BatcherLimits::continuous, where it can)
   };
   struct Item {
     std::shared_ptr<Pending> pending;
@@ -122,6 +128,11 @@ class Batcher {
   };
 
   void work();
+  // Takes up to `cap` sentences from the lane, one from each waiting request in turn (mutex_ held).
+  void take(Lane& lane, size_t cap, std::vector<Item>& items, std::vector<std::string>& lines);
+  // How many sentences a worker takes now: at most `room`, and its share of what waits with the
+  // idle workers and itself (busy: it is counted in busy_ already) (mutex_ held).
+  size_t share(const Lane& lane, size_t room, bool busy) const;
   Lane* oldest_lane();  // the lane whose first entry arrived first; null if all are empty
   void drop_cancelled(Lane& lane);
   // Decodes one batch; on failure, each sentence alone. Per sentence: its n-best, or an error.
@@ -133,6 +144,13 @@ class Batcher {
   // watches: empty, or one per line (empty functions watch nothing).
   std::vector<Outcome> decode(const ServedModel& model, const RequestOptions& options, std::vector<std::string> lines,
                               const std::vector<DecidedWatch>& watches);
+  // Decodes the lane by a running search from `items` on, taking its new sentences between steps,
+  // until nothing of it runs (decoding/running_search.h). Called with busy_ counted.
+  void run_continuous(Lane& lane, std::vector<Item> items, std::vector<std::string> lines);
+  // Hands a sentence's outcome to its request (and wakes it when it has all of them).
+  void answer(const Item& item, Outcome outcome);
+  // The model's options with the lane's.
+  static TranslateOptions lane_options(const ServedModel& model, const RequestOptions& options);
   // Per item of a batch: its request's watch of its sentence, counted in the metrics and
   // recording in stopped[i] whether it stopped the search. Empty when no item is watched.
   std::vector<DecidedWatch> watches_of(const std::vector<Item>& items, std::vector<char>& stopped);

@@ -67,6 +67,12 @@ void ServerMetrics::batch(size_t sentences) {
   batch_sizes_.observe(static_cast<double>(sentences));
 }
 
+void ServerMetrics::step(size_t sentences) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++steps_;
+  step_sentences_ += sentences;
+}
+
 void ServerMetrics::sentences(size_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
   sentences_ += n;
@@ -123,6 +129,12 @@ std::string ServerMetrics::text() const {
   out += "attnmt_sentences_total " + std::to_string(sentences_) + "\n";
   out += "# HELP attnmt_batches_total Search batches run.\n# TYPE attnmt_batches_total counter\n";
   out += "attnmt_batches_total " + std::to_string(batches_) + "\n";
+  out += "# HELP attnmt_running_steps_total Decoder steps of running searches (continuous batching).\n";
+  out += "# TYPE attnmt_running_steps_total counter\n";
+  out += "attnmt_running_steps_total " + std::to_string(steps_) + "\n";
+  out += "# HELP attnmt_running_step_sentences_total Sentences in those steps, summed (over the steps: the mean running batch).\n";
+  out += "# TYPE attnmt_running_step_sentences_total counter\n";
+  out += "attnmt_running_step_sentences_total " + std::to_string(step_sentences_) + "\n";
   out += "# HELP attnmt_queue_sentences Sentences waiting for a batch.\n# TYPE attnmt_queue_sentences gauge\n";
   out += "attnmt_queue_sentences " + std::to_string(queue_depth_) + "\n";
   out += "# HELP attnmt_streams_decoding Streamed sentences in a running search batch.\n";

@@ -35,7 +35,11 @@ class ServerMetrics {
   void request(const std::string& endpoint, int status, double seconds);  // ... and was answered
   void abandoned();         // its client went away (or it timed out) before the answer
   void dropped(size_t n);   // sentences of such a request taken off the queue undecoded
+  // A search batch and the sentences it decoded (continuous batching: a running search, from its
+  // first sentence until none is left, and every sentence that joined it).
   void batch(size_t sentences);
+  // Continuous batching: one decoder step of a running search over `sentences` sentences.
+  void step(size_t sentences);
   void sentences(size_t n);
   void queue_depth(size_t n);
   // A streamed sentence (words as they are decided) entered a search batch, and left it: finished,
@@ -52,6 +56,7 @@ class ServerMetrics {
   uint64_t accepted_ = 0, answered_ = 0, abandoned_ = 0, dropped_ = 0;
   uint64_t sentences_ = 0;
   uint64_t batches_ = 0;
+  uint64_t steps_ = 0, step_sentences_ = 0;
   size_t queue_depth_ = 0;
   uint64_t streams_started_ = 0, streams_ended_ = 0, streams_stopped_ = 0;
   Histogram batch_sizes_;

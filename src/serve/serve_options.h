@@ -17,6 +17,10 @@ struct BatcherLimits {
   size_t max_queue_sentences = 2048;
   int workers = 0;  // batches decoded at once, each on threads / workers intra-op threads (0 = one per thread on a CPU)
   bool cpu = true;  // the models' device (workers 0 means one on a GPU)
+  // Sentences join a running search between its decoder steps and leave it when done (continuous
+  // batching, decoding/running_search.h), where the model and options allow; false: every batch
+  // is decoded whole before the next starts (static batching).
+  bool continuous = true;
 };
 
 // The batch size where none is given: small batches of mixed lengths decode faster on a CPU (a

@@ -494,9 +494,9 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     batcher.stop();  // decodes everything queued: the handlers waiting for it answer
     server.stop();   // stops accepting; listen_after_bind returns once the handlers are done
   });
-  spdlog::info("[serve] {} model(s) on http://{}:{} (batches of up to {} sentences, {} ms wait, {} worker(s))",
-               models.size(), options.host, port, batch_sentences(options.batching), options.batching.max_wait_ms,
-               batcher.workers());
+  spdlog::info("[serve] {} model(s) on http://{}:{} ({} batches of up to {} sentences, {} ms wait, {} worker(s))",
+               models.size(), options.host, port, options.batching.continuous ? "continuous" : "static",
+               batch_sentences(options.batching), options.batching.max_wait_ms, batcher.workers());
   if (ready) ready(port);
   server.listen_after_bind();
   stopping = true;

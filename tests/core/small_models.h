@@ -31,6 +31,23 @@ inline ModelConfig styled_config(int64_t embedding, int64_t encoder_hidden, int6
   return config;
 }
 
+// A small model of attention variant `attention` (decoder 12 = bidirectional encoder 2 x 6, so
+// that dot scores fit), with the sizes every variant's keys need.
+inline ModelConfig small_search_config(const std::string& attention) {
+  ModelConfig config;
+  config.embedding_size = 8;
+  config.encoder.hidden_size = 6;
+  config.decoder.hidden_size = 12;
+  config.encoder.layers = config.decoder.layers = 1;
+  config.decoder.style = attention == "bahdanau" ? DecoderStyle::bahdanau : DecoderStyle::luong;
+  config.attention.type = attention;
+  config.attention.window = 2;
+  config.attention.heads = 2;
+  config.attention.max_area = 2;
+  config.attention.max_positions = 4;
+  return config;
+}
+
 // The largest absolute difference between two tensors' elements.
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -73,7 +74,9 @@ inline BigramModel garden_path() {
 // fed so far, and a step's logits are a fixed pseudo-random function of that hash in [-2, 2)
 // (multiples of 2^-22, exact in float32), eos_offset + eos_slope * step added to the end of
 // sentence's, so that hypotheses end after a few steps (a negative offset: later, or at the
-// maximum length). Attention: hash-drawn weights over the row's real source positions.
+// maximum length). Attention: hash-drawn weights over the row's real source positions. Each row
+// keeps its own step, so states of batches started apart merge (continuous batching) and every
+// row's numbers stay exactly its own.
 // tests/data/toolkit_search/make.py is the same model in Python: the toolkits' search code runs on
 // it there, and its expected outputs are compared with attnmt's (test_toolkit_search.cpp).
 // Vocabulary: 0 pad, 1 unk, 2 bos, 3 eos, then words.
@@ -82,10 +85,12 @@ class HashModel : public StepModel {
   struct State : SearchState {
     torch::Tensor hash;     // [N] int64 (< 2^62)
     torch::Tensor lengths;  // [N] the row's source length
-    int64_t step = 0;
+    torch::Tensor steps;    // [N] int64: the row's step
+    int64_t width = 0;      // the attention's columns: the longest padded source
     void index_select(const torch::Tensor& index) override {
       hash = hash.index_select(0, index);
       lengths = lengths.index_select(0, index);
+      steps = steps.index_select(0, index);
     }
   };
   HashModel(int64_t vocab, double eos_offset, double eos_slope)
@@ -104,11 +109,12 @@ class HashModel : public StepModel {
     const auto tokens = src.to(torch::kLong).contiguous();
     s->lengths = lengths.to(torch::kLong).contiguous().clone();
     s->hash = torch::empty_like(s->lengths);
-    source_length_ = tokens.size(1);
+    s->steps = torch::zeros_like(s->lengths);
+    s->width = tokens.size(1);
     for (int64_t b = 0; b < tokens.size(0); ++b) {
       const int64_t n = s->lengths.data_ptr<int64_t>()[b];
       int64_t h = n;
-      for (int64_t j = 0; j < n; ++j) h = mix(h, tokens.data_ptr<int64_t>()[b * source_length_ + j]);
+      for (int64_t j = 0; j < n; ++j) h = mix(h, tokens.data_ptr<int64_t>()[b * s->width + j]);
       s->hash.data_ptr<int64_t>()[b] = h;
     }
     return s;
@@ -116,9 +122,10 @@ class HashModel : public StepModel {
   StepResult step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) override {
     auto& s = static_cast<State&>(state);
     const auto prev = prev_tokens.to(torch::kLong).contiguous();
-    const int64_t N = prev.size(0), S = source_length_;
+    const int64_t N = prev.size(0), S = s.width;
     s.hash = s.hash.contiguous();
     s.lengths = s.lengths.contiguous();
+    s.steps = s.steps.contiguous();
     auto logits = torch::empty({N, vocab_}, torch::kFloat);
     auto attention = torch::zeros({N, S}, torch::kFloat);
     for (int64_t n = 0; n < N; ++n) {
@@ -126,7 +133,7 @@ class HashModel : public StepModel {
       s.hash.data_ptr<int64_t>()[n] = h;
       for (int64_t v = 0; v < vocab_; ++v) {
         double x = static_cast<double>(mix(h, 1000 + v) >> 38) * 0x1p-22 - 2.0;
-        if (v == eos_id()) x = x + (eos_offset_ + eos_slope_ * static_cast<double>(s.step));
+        if (v == eos_id()) x = x + (eos_offset_ + eos_slope_ * static_cast<double>(s.steps.data_ptr<int64_t>()[n]));
         logits.data_ptr<float>()[n * vocab_ + v] = static_cast<float>(x);
       }
       const int64_t len = s.lengths.data_ptr<int64_t>()[n];
@@ -139,7 +146,7 @@ class HashModel : public StepModel {
       for (int64_t j = 0; j < len; ++j)
         attention.data_ptr<float>()[n * S + j] = static_cast<float>(w[static_cast<size_t>(j)] / total);
     }
-    ++s.step;
+    s.steps += 1;
     StepResult r;
     r.logits = logits;
     if (want_attention) r.attention = attention;
@@ -148,11 +155,19 @@ class HashModel : public StepModel {
   int64_t bos_id() const override { return 2; }
   int64_t eos_id() const override { return 3; }
   torch::Device device() const override { return torch::kCPU; }
+  bool merges_states() const override { return true; }
+  void merge(SearchState& into, SearchState& from) override {
+    auto& a = static_cast<State&>(into);
+    auto& b = static_cast<State&>(from);
+    a.hash = torch::cat({a.hash, b.hash});
+    a.lengths = torch::cat({a.lengths, b.lengths});
+    a.steps = torch::cat({a.steps, b.steps});
+    a.width = std::max(a.width, b.width);
+  }
 
  private:
   int64_t vocab_;
   double eos_offset_, eos_slope_;
-  int64_t source_length_ = 0;
 };
 
 // Search options of beam size `beam` that score by the plain log-probability (no length penalty),

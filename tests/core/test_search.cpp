@@ -253,20 +253,6 @@ void check_beam_scores_equal_rescoring(const ModelConfig& config) {
   for (int64_t b = 0; b < 3; ++b) REQUIRE(greedy[b][0].tokens == beam1[b][0].tokens);
 }
 
-ModelConfig small_search_config(const std::string& attention) {
-  ModelConfig config;
-  config.embedding_size = 8;
-  config.encoder.hidden_size = 6;  // bidirectional: 12 = decoder size (dot scores)
-  config.decoder.hidden_size = 12;
-  config.encoder.layers = config.decoder.layers = 1;
-  config.decoder.style = attention == "bahdanau" ? DecoderStyle::bahdanau : DecoderStyle::luong;
-  config.attention.type = attention;
-  config.attention.window = 2;
-  config.attention.heads = 2;
-  config.attention.max_area = 2;
-  config.attention.max_positions = 4;
-  return config;
-}
 
 }  // namespace
 

@@ -242,11 +242,12 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
   CHECK(post(port, "/v1/translate", json{{"text", {lines[3]}}}.dump()).body["translations"][0][0]["text"] == want[3]);
 
   // SIGTERM with a request waiting in the queue: one worker decodes a slow request (long
-  // sentences) while a second request waits behind it, seen waiting in /metrics' queue depth
-  // when the signal is sent; both are answered, then the server exits 0.
+  // sentences, as many as a batch holds, so that no other joins its running search) while a
+  // second request waits behind it, seen waiting in /metrics' queue depth when the signal is
+  // sent; both are answered, then the server exits 0.
   fs::create_directories(dir / "slow");
   Server waiting(dir / "slow", "--model " + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 5000 "
-                               "--max-batch-sentences 64 --timeout 300");
+                               "--max-batch-sentences 16 --timeout 300");
   REQUIRE(waiting.port > 0);
   std::string slow_line;
   while (slow_line.size() < 3000) slow_line += lines[0] + " ";
@@ -265,7 +266,8 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
     return done();
   };
   REQUIRE(until([&] {
-    return get(waiting.port, "/metrics").text.find("\nattnmt_batches_total 1\n") != std::string::npos && queue_depth() == 0;
+    return get(waiting.port, "/metrics").text.find("\nattnmt_running_steps_total 0\n") == std::string::npos &&
+           queue_depth() == 0;
   }));
   auto queued = std::async(std::launch::async, [&] {
     return post(waiting.port, "/v1/translate", json{{"text", {lines[0], lines[1], lines[2]}}}.dump());
@@ -1101,6 +1103,78 @@ TEST_CASE("serve: stream: a client that goes away stops its sentence's search an
   CHECK(metric(get(port, "/metrics").text, "attnmt_requests_abandoned_total") == 1);
   server.signal("TERM");
   CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: continuous batching: a sentence that arrives while a long one decodes joins it and is answered first",
+          "[serve][e2e][continuous]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_continuous");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  // One worker; each search step of the streamed sentence sleeps 100 ms (the tests' hook), and
+  // decode.min_length 30 keeps the long sentence going for 30 steps or more, while the short one
+  // (two words) is cut at its maximum length (floor(1.5 x its 3 source subwords) + 5): so the long
+  // one decodes for seconds whatever the machine. With continuous batching the short sentence
+  // joins its running search at the next step and leaves when done; with static batching it waits
+  // for the long one's whole batch.
+  constexpr int kStepMs = 100;
+  for (const std::string batching : {"continuous", "static"}) {
+    SECTION(batching) {
+      Server server(dir, "--model tiny=" + model.string() + " --workers 1 --beam-size 2 --set decode.min_length=30 --batching " + batching,
+                    "ATTNMT_TEST_STREAM_STEP_MS=" + std::to_string(kStepMs), ATTNMT_TEST_HOOKS_ENGINE_BINARY);
+      if (server.missing) {
+        ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+        return;
+      }
+      INFO(server.log());
+      REQUIRE(server.port > 0);
+      const int port = server.port;
+      const std::string long_line = lines[0] + " " + lines[1] + " " + lines[2];
+      const std::string short_line = "Zwei Männer";
+      // Alone first (not streamed: no hook), for their answers and lengths in steps.
+      const auto long_alone = post(port, "/v1/translate", json{{"text", {long_line}}}.dump());
+      const auto short_alone = post(port, "/v1/translate", json{{"text", {short_line}}}.dump());
+      REQUIRE(long_alone.status == 200);
+      REQUIRE(short_alone.status == 200);
+      const long long_steps = long_alone.body["translations"][0][0]["tokens"].get<long>();
+      const long short_steps = short_alone.body["translations"][0][0]["tokens"].get<long>();
+      INFO("steps: " << long_steps << " and " << short_steps);
+      REQUIRE(long_steps >= short_steps + 15);  // the short one joins ~3 steps in and has 12 to spare
+
+      const auto start = Clock::now();
+      auto streamed = std::async(std::launch::async, [&] {
+        auto events = stream_post(port, json{{"text", {long_line}}, {"stream", true}}.dump());
+        return std::make_pair(events, std::chrono::duration<double>(Clock::now() - start).count());
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 * kStepMs));
+      const auto joined = post(port, "/v1/translate", json{{"text", {short_line}}}.dump());
+      const double joined_at = std::chrono::duration<double>(Clock::now() - start).count();
+      const auto [events, streamed_at] = streamed.get();
+      REQUIRE(joined.status == 200);
+      REQUIRE(events.status == 200);
+      // Each answer as it was alone.
+      CHECK(joined.body["translations"] == short_alone.body["translations"]);
+      CHECK(json::parse(events.events.back().second)["translations"] == long_alone.body["translations"]);
+      INFO("short answered at " << joined_at << " s, long at " << streamed_at << " s");
+      const double long_decode = static_cast<double>(long_steps * kStepMs) / 1000.0;  // its steps' sleeps alone
+      if (batching == "continuous") {
+        CHECK(joined_at < streamed_at);
+        CHECK(joined_at < long_decode - 0.6);
+        // The two decoded as one running batch.
+        const auto metrics = get(port, "/metrics").text;
+        CHECK(metric(metrics, "attnmt_batches_total") == 3);  // the two alone, then the two together
+      } else {
+        CHECK(joined_at > long_decode - 0.15);  // it waited for the long one's whole batch
+      }
+      server.signal("TERM");
+      CHECK(server.wait() == 0);
+    }
+  }
   fs::remove_all(dir);
 #endif
 }
