@@ -15,7 +15,8 @@
 # them in turn, so that the two rows of a level come from the same run.
 #   scripts/load_test.sh [MODEL] [DURATION]   (default: runs/multi30k_de_en/quickstart, 20 s)
 # Bounded: each level runs DURATION seconds; the server binds 127.0.0.1 only and is stopped with
-# SIGTERM at the end (BATCHING=static or continuous measures one of them only). Threads: THREADS (default 2) for the server and for translate alike; the
+# SIGTERM at the end (BATCHING=static or continuous measures one of them only; LEVELS="8 32" some
+# levels only). Threads: THREADS (default 2) for the server and for translate alike; the
 # server batches up to MAX_BATCH sentences (default: serve's, 8 on a CPU) and waits at most
 # MAX_WAIT_MS (default 5) for more.
 # SENTENCES (default 500) mixed-length sentences are made.
@@ -110,7 +111,7 @@ batch_sums() {
     END {if (mode == "continuous") printf "%s %s ", sum, count}'
 }
 failed=0
-for clients in 1 8 32 128; do
+for clients in ${LEVELS:-1 8 32 128}; do
  for mode in $modes; do
   port=${ports[$mode]}
   wrk_threads=$(( clients < 2 ? 1 : 2 ))

@@ -44,35 +44,84 @@ std::vector<uint64_t> RunningSearch::add(const torch::Tensor& src, const torch::
   if (B == 0) return {};
   auto state = model_.start(src, lengths);
   if (!greedy_) expand_to_beams(*state, B, K_, model_.device());
+  adopt(std::move(state));
+  const auto src_len = to_vector(lengths);
+  std::vector<uint64_t> tickets;
+  for (int64_t b = 0; b < B; ++b) {
+    tickets.push_back(enter(src_len[static_cast<size_t>(b)], guides.empty() ? SentenceGuide{} : std::move(guides[static_cast<size_t>(b)])).ticket);
+  }
+  return tickets;
+}
+
+std::vector<uint64_t> RunningSearch::resume(std::unique_ptr<SearchState> state, std::vector<Resumed> sentences) {
+  if (options_.return_attention || options_.coverage_penalty != 0.0) {
+    throw std::invalid_argument("RunningSearch::resume: not with return_attention or a coverage penalty");
+  }
+  for (const auto& r : sentences) {
+    if (r.tokens.empty() || !r.guide.prefix.empty() || !r.guide.constraints.empty() ||
+        static_cast<int64_t>(r.tokens.size()) >= max_target_length(r.src_len, options_) ||
+        std::find(r.tokens.begin(), r.tokens.end(), model_.eos_id()) != r.tokens.end()) {
+      throw std::invalid_argument("RunningSearch::resume: a history empty, with eos, at the maximum length, or with a prefix");
+    }
+  }
+  const int64_t B = static_cast<int64_t>(sentences.size());
+  if (B == 0) return {};
+  if (!greedy_) expand_to_beams(*state, B, K_, model_.device());
+  adopt(std::move(state));
+  std::vector<uint64_t> tickets;
+  for (auto& r : sentences) {
+    auto& s = enter(r.src_len, std::move(r.guide));
+    s.t = static_cast<int64_t>(r.tokens.size());
+    s.prev[0] = r.tokens.back();
+    if (greedy_) {
+      s.hyp.tokens = r.tokens;
+      s.hyp.log_prob = r.log_prob;
+    } else {
+      // Its history as the rows' back-pointers: row 0 live with the history's log-probability,
+      // the others dead beams, fed eos, as beam search keeps them.
+      std::vector<double> scores(static_cast<size_t>(K_), kNegInf);
+      scores[0] = r.log_prob;
+      std::vector<int64_t> parents(static_cast<size_t>(K_), 0);
+      for (const int64_t token : r.tokens) {
+        std::vector<int64_t> tokens(static_cast<size_t>(K_), model_.eos_id());
+        tokens[0] = token;
+        s.beams->advance(parents, tokens, scores, {});
+      }
+      std::fill(s.prev.begin() + 1, s.prev.end(), model_.eos_id());
+    }
+    tickets.push_back(s.ticket);
+  }
+  return tickets;
+}
+
+void RunningSearch::adopt(std::unique_ptr<SearchState> state) {
   if (state_) {
     model_.merge(*state_, *state);
   } else {
     state_ = std::move(state);
   }
-  const auto src_len = to_vector(lengths);
-  std::vector<uint64_t> tickets;
-  for (int64_t b = 0; b < B; ++b) {
-    Sentence s;
-    s.ticket = next_ticket_++;
-    if (free_slots_.empty()) {
-      s.slot = guides_.size();
-      guides_.emplace_back();
-    } else {
-      s.slot = free_slots_.back();
-      free_slots_.pop_back();
-    }
-    guides_[s.slot] = guides.empty() ? SentenceGuide{} : std::move(guides[static_cast<size_t>(b)]);
-    s.src_len = src_len[static_cast<size_t>(b)];
-    s.prev.assign(static_cast<size_t>(K_), model_.bos_id());
-    if (!greedy_) {
-      std::vector<double> initial(static_cast<size_t>(K_), kNegInf);
-      initial[0] = 0.0;  // only one live beam at t = 0
-      s.beams = std::make_unique<Beams>(std::move(initial), options_.return_attention);
-    }
-    tickets.push_back(s.ticket);
-    running_.push_back(std::move(s));
+}
+
+RunningSearch::Sentence& RunningSearch::enter(int64_t src_len, SentenceGuide guide) {
+  Sentence s;
+  s.ticket = next_ticket_++;
+  if (free_slots_.empty()) {
+    s.slot = guides_.size();
+    guides_.emplace_back();
+  } else {
+    s.slot = free_slots_.back();
+    free_slots_.pop_back();
   }
-  return tickets;
+  guides_[s.slot] = std::move(guide);
+  s.src_len = src_len;
+  s.prev.assign(static_cast<size_t>(K_), model_.bos_id());
+  if (!greedy_) {
+    std::vector<double> initial(static_cast<size_t>(K_), kNegInf);
+    initial[0] = 0.0;  // only one live beam at t = 0
+    s.beams = std::make_unique<Beams>(std::move(initial), options_.return_attention);
+  }
+  running_.push_back(std::move(s));
+  return running_.back();
 }
 
 void RunningSearch::release(Sentence& s) {

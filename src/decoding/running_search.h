@@ -42,6 +42,21 @@ class RunningSearch {
   // in order: step() names finished sentences by it.
   std::vector<uint64_t> add(const torch::Tensor& src, const torch::Tensor& lengths, Guides guides = {});
 
+  // A sentence whose search goes on after a history already fed to the model (interactive
+  // translation: alternatives.h): `tokens` (at least one, no eos) were decided with log-probability
+  // log_prob, and its state row has read every one of them but the last, its next input.
+  struct Resumed {
+    std::vector<int64_t> tokens;
+    double log_prob = 0;
+    int64_t src_len = 0;  // its source's length, eos counted
+    SentenceGuide guide;  // without a prefix or constraints
+  };
+  // Makes them part of the batch from the next step on, searched from there as beam or greedy
+  // search goes on from such a history. `state`: one row per sentence, from this model's start()
+  // and steps, not expanded to beams. std::invalid_argument with return_attention or a coverage
+  // penalty (the history's attention is not known), or a history at the maximum length already.
+  std::vector<uint64_t> resume(std::unique_ptr<SearchState> state, std::vector<Resumed> sentences);
+
   struct Done {
     uint64_t ticket = 0;
     std::vector<Hypothesis> n_best;  // best first, as search() returns them
@@ -73,6 +88,10 @@ class RunningSearch {
   std::vector<Done> greedy_step(const StepResult& r, StepScores& scores);
   std::vector<Done> beam_step(const StepResult& r, StepScores& scores);
   void release(Sentence& s);
+  // Takes `state` (B sentences' rows, expanded to beams where beam search runs) into the batch.
+  void adopt(std::unique_ptr<SearchState> state);
+  // A new sentence's record, its guide in a free slot.
+  Sentence& enter(int64_t src_len, SentenceGuide guide);
 
   StepModel& model_;
   SearchOptions options_;

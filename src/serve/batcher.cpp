@@ -371,14 +371,18 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
       running.erase(it);
     }
     // Between two steps: the lane's waiting sentences join, while this lane is the one that has
-    // waited longest (else the search drains and the worker goes to the older lane).
+    // waited longest (else the search drains and the worker goes to the older lane). They join in
+    // groups: the encoder costs nearly as much for one sentence as for several (its weights are
+    // read once per step whatever the batch; docs/serving.md has the figures), so they wait until
+    // half the batch is free or the search has emptied.
     std::vector<Item> more;
     std::vector<std::string> more_lines;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       drop_cancelled(lane);
       const size_t room = limits_.max_batch_sentences - std::min(limits_.max_batch_sentences, search.sentences());
-      if (room > 0 && lane.sentences > 0 && oldest_lane() == &lane) {
+      const bool group = search.empty() || 2 * room >= limits_.max_batch_sentences;
+      if (room > 0 && group && lane.sentences > 0 && oldest_lane() == &lane) {
         take(lane, share(lane, room, /*busy=*/true), more, more_lines);
         if (metrics_) metrics_->queue_depth(queued_);
         if (queued_ > 0) changed_.notify_all();

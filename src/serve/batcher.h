@@ -7,10 +7,11 @@
 // interleaved with the single sentences that arrive behind it instead of holding them up. The
 // queue is bounded (submit refuses beyond max_queue_sentences); a request whose client gave up
 // (Pending::cancel) has its sentences dropped from the queue (counted in the metrics).
-// Continuous batching (BatcherLimits::continuous, the default): where the model and options allow
-// (decoding/running_search.h), a worker keeps one running search per lane; between two decoder
-// steps it takes the lane's waiting sentences into it (up to max_batch_sentences running, sharing
-// what waits with idle workers), and answers each sentence as soon as it finishes. It stops taking
+// Continuous batching (BatcherLimits::continuous, --batching continuous): where the model and
+// options allow (decoding/running_search.h), a worker keeps one running search per lane; between
+// two decoder steps, once half its batch is free (or it is empty), it takes the lane's waiting
+// sentences into it (up to max_batch_sentences running, sharing what waits with idle workers),
+// and answers each sentence as soon as it finishes. It stops taking
 // new ones when another lane has waited longer, and goes to that lane once its search is empty.
 // A batch that fails is decoded again one sentence at a time, so that a sentence that cannot be
 // decoded fails its own request only and the others of its batch are answered.

@@ -19,8 +19,9 @@ struct BatcherLimits {
   bool cpu = true;  // the models' device (workers 0 means one on a GPU)
   // Sentences join a running search between its decoder steps and leave it when done (continuous
   // batching, decoding/running_search.h), where the model and options allow; false: every batch
-  // is decoded whole before the next starts (static batching).
-  bool continuous = true;
+  // is decoded whole before the next starts (static batching: the default, faster on a CPU so far,
+  // docs/serving.md).
+  bool continuous = false;
 };
 
 // The batch size where none is given: small batches of mixed lengths decode faster on a CPU (a

@@ -12,6 +12,7 @@
 #include "decoding/ensemble.h"
 #include "decoding/running_search.h"
 #include "decoding/search.h"
+#include "decoding/search_parts.h"
 #include "decoding/seq2seq_step_model.h"
 #include "decoding/translator.h"
 #include "small_models.h"
@@ -285,4 +286,53 @@ TEST_CASE("continuous batching: what cannot run so is refused with its reason", 
   s.guide.constraints = {{7}};
   auto [src, lengths] = source_batch({&s.source});
   CHECK_THROWS_AS(running.add(src, lengths, {s.guide}), std::invalid_argument);
+}
+
+TEST_CASE("continuous batching: a search resumed after a fed history equals search() with that history forced",
+          "[search][continuous][alternatives]") {
+  HashModel model(12, -0.5, 0.3);
+  for (const int beam : {1, 3}) {
+    for (const int min_length : {0, 4}) {
+      INFO("beam " << beam << ", min_length " << min_length);
+      auto options = options_with(beam, beam == 1 ? 1 : 2);
+      options.min_length = min_length;
+      const auto all = sentences(6, 30, false, 19);
+      RunningSearch running(model, options);
+      std::vector<std::vector<Hypothesis>> want;
+      std::map<uint64_t, size_t> sentence_of;
+      for (size_t i = 0; i < all.size(); ++i) {
+        // A history of 1-3 tokens, fed one row at a time as alternatives.cpp feeds a prefix.
+        const std::vector<int64_t> history(all[i].source.begin(), all[i].source.begin() + static_cast<std::ptrdiff_t>(
+                                                                        std::min<size_t>(1 + i % 3, all[i].source.size())));
+        std::vector<int64_t> fed;
+        for (int64_t token : history) fed.push_back(token % 12 < 4 ? 4 + token % 8 : token % 12);
+        auto [src, lengths] = source_batch({&all[i].source});
+        auto state = model.start(src, lengths);
+        double log_prob = 0;
+        int64_t prev = model.bos_id();
+        for (const int64_t token : fed) {
+          const auto r = model.step(torch::full({1}, prev, torch::kLong), *state, false);
+          log_prob += ruled_log_probs(r)[0][token].item<double>();
+          prev = token;
+        }
+        RunningSearch::Resumed resumed;
+        resumed.tokens = fed;
+        resumed.log_prob = log_prob;
+        resumed.src_len = lengths[0].item<int64_t>();
+        std::vector<RunningSearch::Resumed> one{resumed};
+        sentence_of[running.resume(std::move(state), std::move(one))[0]] = i;
+        SentenceGuide forced;
+        forced.prefix = fed;
+        want.push_back(search(model, src, lengths, options, {forced})[0]);
+      }
+      std::vector<std::vector<Hypothesis>> got(all.size());
+      while (!running.empty()) {
+        for (auto& d : running.step()) got[sentence_of.at(d.ticket)] = std::move(d.n_best);
+      }
+      for (size_t i = 0; i < all.size(); ++i) {
+        INFO("sentence " << i);
+        require_same(got[i], want[i], 0.0);
+      }
+    }
+  }
 }

@@ -266,7 +266,9 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
     return done();
   };
   REQUIRE(until([&] {
-    return get(waiting.port, "/metrics").text.find("\nattnmt_running_steps_total 0\n") == std::string::npos &&
+    const auto text = get(waiting.port, "/metrics").text;  // a static batch taken, or a running search stepping
+    return (text.find("\nattnmt_batches_total 1\n") != std::string::npos ||
+            text.find("\nattnmt_running_steps_total 0\n") == std::string::npos) &&
            queue_depth() == 0;
   }));
   auto queued = std::async(std::launch::async, [&] {
@@ -695,7 +697,10 @@ TEST_CASE("serve: a sentence that fails to decode fails its own request only, th
   ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
   return;
 #else
-  auto dir = temp_dir("serve_decode_fault");
+  // Under either batching: a running search starts its joining sentences again one at a time.
+  const std::string batching = GENERATE(as<std::string>{}, "static", "continuous");
+  INFO("--batching " << batching);
+  auto dir = temp_dir("serve_decode_fault_" + batching);
   const auto model = tiny_model(dir);
   const auto lines = attnmt::read_lines(kData + "/tiny.de");
   auto expected = run("translate --model " + model.string() + " --input " + kData + "/tiny.de --beam-size 3 --output " +
@@ -705,7 +710,8 @@ TEST_CASE("serve: a sentence that fails to decode fails its own request only, th
   // One worker that waits up to 2 s to fill a batch of 16: the six requests below go in one batch.
   // The engine with the tests' hooks: ATTNMT_TEST_FAIL_SENTENCE (tests/hooks/fail_sentence.cpp).
   Server server(dir, "--model tiny=" + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 2000 "
-                         "--max-batch-sentences 16", "ATTNMT_TEST_FAIL_SENTENCE=BOOM", ATTNMT_TEST_HOOKS_ENGINE_BINARY);
+                         "--max-batch-sentences 16 --batching " + batching,
+                "ATTNMT_TEST_FAIL_SENTENCE=BOOM", ATTNMT_TEST_HOOKS_ENGINE_BINARY);
   if (server.missing) {
     ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
     return;
