@@ -288,7 +288,6 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
         sources.push_back(&part[i].source);
         SentenceGuide g;
         if (part[i].watched) {
-          if (metrics_) metrics_->stream_started();
           part[i].stopped = std::make_shared<char>(0);
           g.watch = [this, &watch = part[i].item.pending->watcher_.decided, stopped = part[i].stopped,
                      sentence = part[i].item.index](const std::vector<int64_t>& decided) {
@@ -308,6 +307,7 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
       }
       for (size_t i = 0, k = 0; i < part.size(); ++i) {
         if (k < decoded.size() && decoded[k] == i) {
+          if (metrics_ && part[i].watched) metrics_->stream_started();  // counted once it runs
           running.emplace(tickets[k++], std::move(part[i]));
         } else {
           Outcome blank;
@@ -316,20 +316,20 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
         }
       }
     };
+    auto fail = [&](const Running& r, const std::exception& e) {
+      Outcome failed;
+      failed.error = e.what();
+      failed.input_error = dynamic_cast<const InputError*>(&e) != nullptr;
+      spdlog::error("[serve] a sentence failed: {}", failed.error);
+      finish(r, std::move(failed));
+    };
     try {
       start(group);
       return;
     } catch (const std::exception& e) {
-      if (group.size() > 1) {
-        spdlog::warn("[serve] a batch of {} sentences failed to start ({}): decoding them one at a time", group.size(), e.what());
-      } else {
-        Outcome failed;
-        failed.error = e.what();
-        failed.input_error = dynamic_cast<const InputError*>(&e) != nullptr;
-        spdlog::error("[serve] a sentence failed: {}", failed.error);
-        finish(group[0], std::move(failed));
-        return;
-      }
+      if (group.size() == 1) return fail(group[0], e);
+      spdlog::warn("[serve] a batch of {} sentences failed to start ({}): decoding them one at a time", group.size(),
+                   e.what());
     }
     for (auto& r : group) {
       std::vector<Running> one;
@@ -337,11 +337,7 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
       try {
         start(one);
       } catch (const std::exception& e) {
-        Outcome failed;
-        failed.error = e.what();
-        failed.input_error = dynamic_cast<const InputError*>(&e) != nullptr;
-        spdlog::error("[serve] a sentence failed: {}", failed.error);
-        finish(one[0], std::move(failed));
+        fail(one[0], e);
       }
     }
   };

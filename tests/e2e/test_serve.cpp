@@ -1174,6 +1174,8 @@ TEST_CASE("serve: continuous batching: a sentence that arrives while a long one 
         // The two decoded as one running batch.
         const auto metrics = get(port, "/metrics").text;
         CHECK(metric(metrics, "attnmt_batches_total") == 3);  // the two alone, then the two together
+        CHECK(metric(metrics, "attnmt_streams_decoding") == 0);  // the stream counted in and out once
+        CHECK(metric(metrics, "attnmt_sentences_total") == 4);
       } else {
         CHECK(joined_at > long_decode - 0.15);  // it waited for the long one's whole batch
       }
