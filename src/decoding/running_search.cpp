@@ -285,14 +285,12 @@ std::vector<RunningSearch::Done> RunningSearch::beam_step(const StepResult& r, S
   for (int64_t a = 0; a < A; ++a) {
     auto& s = running_[static_cast<size_t>(a)];
     auto& beams = *s.beams;
-    // This step's attention rows of the sentence, cut to its length, and its coverage with them.
-    torch::Tensor step_att;
-    if (att.defined()) step_att = att.slice(0, a * K, a * K + K).slice(1, 0, s.src_len);
-    if (options_.coverage_penalty != 0.0) s.coverage = s.coverage.defined() ? s.coverage + step_att : step_att.clone();
+    if (options_.coverage_penalty != 0.0) {  // its rows' attention sums, with this step's
+      const auto rows = att.slice(0, a * K, a * K + K).slice(1, 0, s.src_len);
+      s.coverage = s.coverage.defined() ? s.coverage + rows : rows.clone();
+    }
     auto att_row = [&](int64_t k) {
-      if (!options_.return_attention) return std::vector<float>();
-      const auto row = step_att[k].contiguous();
-      return std::vector<float>(row.data_ptr<float>(), row.data_ptr<float>() + s.src_len);
+      return options_.return_attention ? attention_row(att, a * K + k, s.src_len) : std::vector<float>();
     };
     auto finish = [&](int64_t k, double log_prob, std::optional<int64_t> last_token) {
       Hypothesis h = beams.finish(k, log_prob, last_token, att_row(k));
@@ -336,9 +334,7 @@ std::vector<RunningSearch::Done> RunningSearch::beam_step(const StepResult& r, S
         so_far.back().push_back(ci[j] % V);
       }
       for (const auto& h : s.finished) so_far.push_back(h.tokens);
-      std::vector<int64_t> decided = so_far[0];
-      for (const auto& x : so_far) decided.erase(std::mismatch(decided.begin(), decided.end(), x.begin(), x.end()).first, decided.end());
-      stopped = leaves = !watch(decided);
+      stopped = leaves = !watch(common_prefix(so_far));
     }
     if (leaves) {
       Done d;

@@ -84,7 +84,6 @@ class RunningSearch {
   };
   struct StepScores;
 
-  bool greedy() const { return greedy_; }
   std::vector<Done> greedy_step(const StepResult& r, StepScores& scores);
   std::vector<Done> beam_step(const StepResult& r, StepScores& scores);
   void release(Sentence& s);

@@ -45,17 +45,6 @@ static bool has_watches(const Guides& guides) {
   return std::any_of(guides.begin(), guides.end(), [](const SentenceGuide& g) { return static_cast<bool>(g.watch); });
 }
 
-// The longest prefix that every sequence of `sequences` begins with.
-static std::vector<int64_t> common_prefix(const std::vector<std::vector<int64_t>>& sequences) {
-  if (sequences.empty()) return {};
-  std::vector<int64_t> prefix = sequences[0];
-  for (const auto& s : sequences) {
-    const auto end = std::mismatch(prefix.begin(), prefix.end(), s.begin(), s.end()).first;
-    prefix.erase(end, prefix.end());
-  }
-  return prefix;
-}
-
 std::vector<std::vector<Hypothesis>> search(StepModel& model, const torch::Tensor& src,
                                             const torch::Tensor& lengths, const SearchOptions& options,
                                             const Guides& guides) {

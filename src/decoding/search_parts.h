@@ -57,6 +57,18 @@ inline void select_beam_rows(SearchState& state, const std::vector<int64_t>& row
   }
 }
 
+// The longest prefix that every sequence of `sequences` begins with (the tokens a watched
+// sentence has decided: search_types.h's DecidedWatch).
+inline std::vector<int64_t> common_prefix(const std::vector<std::vector<int64_t>>& sequences) {
+  if (sequences.empty()) return {};
+  std::vector<int64_t> prefix = sequences[0];
+  for (const auto& s : sequences) {
+    const auto end = std::mismatch(prefix.begin(), prefix.end(), s.begin(), s.end()).first;
+    prefix.erase(end, prefix.end());
+  }
+  return prefix;
+}
+
 // Each sentence's n_best finished hypotheses, best first: those that hold their constraints
 // before those that do not (constraints.h; without constraints every one holds them), then by score.
 inline std::vector<std::vector<Hypothesis>> best_finished(std::vector<std::vector<Hypothesis>>& finished, int n_best) {

@@ -104,6 +104,15 @@ uint64_t ServerMetrics::answered_count() const {
   return answered_;
 }
 
+namespace {
+// A metric of one value: its HELP and TYPE lines, then the value.
+template <typename Number>
+void scalar(std::string& out, const char* name, const char* type, const char* help, Number value) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+         std::to_string(value) + "\n";
+}
+}  // namespace
+
 std::string ServerMetrics::text() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
@@ -113,36 +122,23 @@ std::string ServerMetrics::text() const {
     out += "attnmt_requests_total{endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"} " +
            std::to_string(n) + "\n";
   }
-  out += "# HELP attnmt_requests_accepted_total Requests that reached an endpoint.\n";
-  out += "# TYPE attnmt_requests_accepted_total counter\n";
-  out += "attnmt_requests_accepted_total " + std::to_string(accepted_) + "\n";
-  out += "# HELP attnmt_requests_answered_total Requests answered (any status).\n";
-  out += "# TYPE attnmt_requests_answered_total counter\n";
-  out += "attnmt_requests_answered_total " + std::to_string(answered_) + "\n";
-  out += "# HELP attnmt_requests_abandoned_total Requests whose client left (or that timed out) unanswered.\n";
-  out += "# TYPE attnmt_requests_abandoned_total counter\n";
-  out += "attnmt_requests_abandoned_total " + std::to_string(abandoned_) + "\n";
-  out += "# HELP attnmt_sentences_dropped_total Queued sentences of abandoned requests, dropped undecoded.\n";
-  out += "# TYPE attnmt_sentences_dropped_total counter\n";
-  out += "attnmt_sentences_dropped_total " + std::to_string(dropped_) + "\n";
-  out += "# HELP attnmt_sentences_total Sentences translated.\n# TYPE attnmt_sentences_total counter\n";
-  out += "attnmt_sentences_total " + std::to_string(sentences_) + "\n";
-  out += "# HELP attnmt_batches_total Search batches run.\n# TYPE attnmt_batches_total counter\n";
-  out += "attnmt_batches_total " + std::to_string(batches_) + "\n";
-  out += "# HELP attnmt_running_steps_total Decoder steps of running searches (continuous batching).\n";
-  out += "# TYPE attnmt_running_steps_total counter\n";
-  out += "attnmt_running_steps_total " + std::to_string(steps_) + "\n";
-  out += "# HELP attnmt_running_step_sentences_total Sentences in those steps, summed (over the steps: the mean running batch).\n";
-  out += "# TYPE attnmt_running_step_sentences_total counter\n";
-  out += "attnmt_running_step_sentences_total " + std::to_string(step_sentences_) + "\n";
-  out += "# HELP attnmt_queue_sentences Sentences waiting for a batch.\n# TYPE attnmt_queue_sentences gauge\n";
-  out += "attnmt_queue_sentences " + std::to_string(queue_depth_) + "\n";
-  out += "# HELP attnmt_streams_decoding Streamed sentences in a running search batch.\n";
-  out += "# TYPE attnmt_streams_decoding gauge\n";
-  out += "attnmt_streams_decoding " + std::to_string(streams_started_ - streams_ended_) + "\n";
-  out += "# HELP attnmt_streams_stopped_total Streamed sentences whose search stopped because the client left.\n";
-  out += "# TYPE attnmt_streams_stopped_total counter\n";
-  out += "attnmt_streams_stopped_total " + std::to_string(streams_stopped_) + "\n";
+  scalar(out, "attnmt_requests_accepted_total", "counter", "Requests that reached an endpoint.", accepted_);
+  scalar(out, "attnmt_requests_answered_total", "counter", "Requests answered (any status).", answered_);
+  scalar(out, "attnmt_requests_abandoned_total", "counter",
+         "Requests whose client left (or that timed out) unanswered.", abandoned_);
+  scalar(out, "attnmt_sentences_dropped_total", "counter",
+         "Queued sentences of abandoned requests, dropped undecoded.", dropped_);
+  scalar(out, "attnmt_sentences_total", "counter", "Sentences translated.", sentences_);
+  scalar(out, "attnmt_batches_total", "counter", "Search batches run.", batches_);
+  scalar(out, "attnmt_running_steps_total", "counter",
+         "Decoder steps of running searches (continuous batching).", steps_);
+  scalar(out, "attnmt_running_step_sentences_total", "counter",
+         "Sentences in those steps, summed (over the steps: the mean running batch).", step_sentences_);
+  scalar(out, "attnmt_queue_sentences", "gauge", "Sentences waiting for a batch.", queue_depth_);
+  scalar(out, "attnmt_streams_decoding", "gauge",
+         "Streamed sentences in a running search batch.", streams_started_ - streams_ended_);
+  scalar(out, "attnmt_streams_stopped_total", "counter",
+         "Streamed sentences whose search stopped because the client left.", streams_stopped_);
   out += "# HELP attnmt_batch_sentences Sentences per search batch.\n# TYPE attnmt_batch_sentences histogram\n";
   out += batch_sizes_.text("attnmt_batch_sentences");
   out += "# HELP attnmt_request_seconds Request latency, receipt to answer.\n";
