@@ -341,6 +341,13 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
       }
     }
   };
+  // The batch is counted once it has ended (nothing running, nothing joining) and before its last
+  // sentences are answered, so that /metrics read after an answer includes it, as under static.
+  bool counted = false;
+  auto count_batch = [&] {
+    if (metrics_ && !counted) metrics_->batch(sentences);
+    counted = true;
+  };
   admit(std::move(items), std::move(lines));
   while (!search.empty()) {
     std::vector<RunningSearch::Done> done;
@@ -351,20 +358,13 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
       // The running batch's state is lost: its sentences are decoded again, each alone.
       spdlog::warn("[serve] a running batch of {} sentences failed ({}): decoding them one at a time", running.size(),
                    e.what());
+      count_batch();
       for (auto& [ticket, r] : running) {
         std::vector<DecidedWatch> watch;
         auto outcome = std::move(decode(model, lane.options, {r.line}, watch)[0]);
         finish(r, std::move(outcome));
       }
       break;
-    }
-    for (auto& d : done) {
-      auto it = running.find(d.ticket);
-      Outcome outcome;
-      if (!d.stopped) outcome.n_best = to_translations(d.n_best, it->second.source, *model.tokenizers, t);
-      if (outcome.n_best.empty()) outcome.n_best.emplace_back();
-      finish(it->second, std::move(outcome));
-      running.erase(it);
     }
     // Between two steps: the lane's waiting sentences join, while this lane is the one that has
     // waited longest (else the search drains and the worker goes to the older lane). They join in
@@ -384,9 +384,18 @@ void Batcher::run_continuous(Lane& lane, std::vector<Item> items, std::vector<st
         if (queued_ > 0) changed_.notify_all();
       }
     }
+    if (search.empty() && more.empty()) count_batch();
+    for (auto& d : done) {
+      auto it = running.find(d.ticket);
+      Outcome outcome;
+      if (!d.stopped) outcome.n_best = to_translations(d.n_best, it->second.source, *model.tokenizers, t);
+      if (outcome.n_best.empty()) outcome.n_best.emplace_back();
+      finish(it->second, std::move(outcome));
+      running.erase(it);
+    }
     if (!more.empty()) admit(std::move(more), std::move(more_lines));
   }
-  if (metrics_) metrics_->batch(sentences);
+  count_batch();
 }
 
 std::vector<DecidedWatch> Batcher::watches_of(const std::vector<Item>& items, std::vector<char>& stopped) {
