@@ -19,6 +19,7 @@
 #ifdef ATTNMT_WITH_HTTP
 #include "attention/registry.h"
 #include "decoding/seq2seq_step_model.h"
+#include "decoding/streaming.h"
 #include "io/model_file.h"
 #include "runtime/compute.h"
 #include "serve/server.h"
@@ -113,6 +114,9 @@ void add_serve_command(CLI::App& app, const GlobalOptions& global) {
       served.push_back({name, m.checkpoint, steps.back().get(), &m.tokenizers, translate_options(m.config.decode)});
       served.back().attention = m.config.model.attention.type;
       served.back().streams = attention_streams(m.config.model.attention);
+      served.back().wait_k = default_wait_k(m.config.decode.wait_k, m.config.train.wait_k, /*lookahead=*/0);
+      served.back().wait_k_policy = resolve_wait_k_policy(m.config.decode.wait_k_policy, m.config.train.wait_k,
+                                                          m.model->streams_source() && !m.config.decode.shortlist);
     }
     configure_compute(loaded.front().config.threads, loaded.front().config.gemm);
     ServeOptions options = o->serve;

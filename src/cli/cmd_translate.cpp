@@ -330,20 +330,17 @@ void run_translate(const TranslateArgs& o, const std::vector<std::string>& setti
   if (o.wait_k != 0 && o.lookahead != 0) throw InputError("--lookahead: not with --wait-k (wait-k reads by its own schedule)");
   // --wait-k, else decode.wait_k, else (0) the schedule a model trained prefix-to-prefix learnt
   // (train.wait_k; a --lookahead asks for the head's policy), else the hard-attention head's policy.
-  const int trained_k = o.lookahead == 0 ? config.train.wait_k : 0;
-  const int wait_k = o.wait_k != 0 ? o.wait_k : !o.streaming ? 0 : dc.wait_k != 0 ? dc.wait_k : trained_k;
+  const int wait_k = o.wait_k != 0 ? o.wait_k : !o.streaming ? 0 : default_wait_k(dc.wait_k, config.train.wait_k, o.lookahead);
   if (wait_k != 0 && o.lookahead != 0) {
     throw InputError("--lookahead: not with decode.wait_k " + std::to_string(wait_k) +
                      " (wait-k reads by its own schedule; --set decode.wait_k=0 for the head's policy)");
   }
   WaitKPolicy policy =
       o.wait_k_policy.empty() ? dc.wait_k_policy : parse_choice<WaitKPolicy>("--wait-k-policy", o.wait_k_policy);
-  if (policy == WaitKPolicy::automatic) {
-    // A model trained prefix-to-prefix decodes as it was trained where its encoder reads a token at
-    // a time (the shortlist and --reencode encode every prefix again).
-    const bool reads_tokens = loaded.model->streams_source() && !dc.shortlist && !o.reencode;
-    policy = config.train.wait_k > 0 && reads_tokens ? WaitKPolicy::prefix : WaitKPolicy::replay;
-  }
+  // A model trained prefix-to-prefix decodes as it was trained where its encoder reads a token at
+  // a time (the shortlist and --reencode encode every prefix again).
+  policy = resolve_wait_k_policy(policy, config.train.wait_k,
+                                 loaded.model->streams_source() && !dc.shortlist && !o.reencode);
   if (o.streaming && o.wait_k == 0 && dc.wait_k == 0 && wait_k != 0) {
     spdlog::info("[decode] wait-{} ({}): the schedule the model was trained with (train.wait_k; --wait-k or "
                  "decode.wait_k for another)", wait_k, name_of(policy));

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 
+#include "align/words.h"
 #include "decoding/translator.h"
 #include "eval/simuleval_log.h"
 #include "runtime/workers.h"
@@ -13,35 +15,43 @@ namespace attnmt {
 namespace {
 
 // The source as read so far: x_1..x_read, and the end of sentence once the stream is over.
-std::unique_ptr<SearchState> start_prefix(StepModel& model, const std::vector<int64_t>& source, int64_t read) {
+std::unique_ptr<SearchState> start_prefix(StepModel& model, const std::vector<int64_t>& source, int64_t read,
+                                          bool complete) {
   std::vector<int64_t> ids(source.begin(), source.begin() + read);
-  if (read == static_cast<int64_t>(source.size())) ids.push_back(model.eos_id());
+  if (complete) ids.push_back(model.eos_id());
   const auto n = static_cast<int64_t>(ids.size());
   auto src = torch::tensor(ids, torch::kLong).view({1, n}).to(model.device());
   auto lengths = torch::full({1}, n, torch::dtype(torch::kLong).device(model.device()));
   return model.start(src, lengths);
 }
 
-// One sentence's source as it is read, and the decoder state that decodes the next target token.
-// A model that streams its source (StepModel::streams_source) reads a token at a time into one
-// state; otherwise every prefix is encoded again. The decoder is kept across reads where the model
-// says its steps stay exact (keep_decoder, the hard-attention policy only); otherwise it restarts
-// and the written tokens are replayed.
-class SourceStream {
+}  // namespace
+
+// One sentence's source as it arrives and is read, and the decoder state that decodes the next
+// target token. A model that streams its source (StepModel::streams_source) reads a token at a
+// time into one state; otherwise every prefix is encoded again. The decoder is kept across reads
+// where the model says its steps stay exact (keep_decoder); otherwise it restarts and the written
+// tokens are replayed.
+class SentenceStream::Source {
  public:
-  SourceStream(StepModel& model, const std::vector<int64_t>& source, bool incremental, bool keep_decoder)
-      : model_(model), source_(source), incremental_(incremental && model.streams_source()),
-        keep_decoder_(incremental_ && keep_decoder) {}
+  Source(StepModel& model, bool incremental, bool keep_decoder)
+      : model_(model), incremental_(incremental && model.streams_source()), keep_decoder_(incremental_ && keep_decoder) {}
+  void arrive(const std::vector<int64_t>& tokens) { source_.insert(source_.end(), tokens.begin(), tokens.end()); }
+  void end() { ended_ = true; }
+  bool ended() const { return ended_; }
+  int64_t arrived() const { return static_cast<int64_t>(source_.size()); }
   int64_t read() const { return read_; }
-  bool complete() const { return read_ == static_cast<int64_t>(source_.size()); }
-  // Reads on to `count` source tokens (the end of sentence after the last); the state then decodes
-  // the token after `written`. A kept decoder decodes again the step it last took (`again`: its
-  // token was not written), or goes on from it (it was).
+  bool complete() const { return ended_ && read_ == arrived(); }
+  bool eos_read() const { return eos_read_; }
+  // Reads on to `count` arrived tokens (the end of sentence once they are all and the source has
+  // ended); the state then decodes the token after `written`. A kept decoder decodes again the
+  // step it last took (`again`: its token was not written), or goes on from it (it was).
   void read_to(int64_t count, const std::vector<int64_t>& written, bool again = true) {
     const bool had_state = state_ != nullptr;
     if (!incremental_) {
       read_ = count;
-      state_ = start_prefix(model_, source_, read_);
+      eos_read_ = complete();
+      state_ = start_prefix(model_, source_, read_, eos_read_);
     } else {
       if (!state_) state_ = model_.start_stream();
       if (keep_decoder_ && before_ && again) state_ = std::move(before_);
@@ -71,27 +81,19 @@ class SourceStream {
     return torch::full({1}, token, torch::dtype(torch::kLong).device(model_.device()));
   }
   StepModel& model_;
-  const std::vector<int64_t>& source_;
+  std::vector<int64_t> source_;
   const bool incremental_, keep_decoder_;
   int64_t read_ = 0;
-  bool eos_read_ = false;
+  bool ended_ = false, eos_read_ = false;
   std::unique_ptr<SearchState> state_, before_;
 };
+
+namespace {
 
 // The step's greedy choice.
 int64_t best_token(const StepResult& r) {
   const int64_t column = r.logits.reshape({-1}).argmax().item<int64_t>();
   return r.vocabulary.defined() ? r.vocabulary[column].item<int64_t>() : column;
-}
-
-// WRITE: `token` goes out, delayed by the source tokens read; false once the output reaches its
-// maximum length (the sentence is then cut: not finished).
-bool write(StreamedSentence& out, int64_t token, int64_t read, int64_t max_length) {
-  out.tokens.push_back(token);
-  out.delays.push_back(read);
-  if (static_cast<int64_t>(out.tokens.size()) < max_length) return true;
-  out.finished = false;
-  return false;
 }
 
 // The last position the step attended to (its hard stop), or -1 when it attended nowhere.
@@ -104,34 +106,27 @@ int64_t stop_position(const torch::Tensor& attention) {
   return -1;
 }
 
-std::vector<std::string> split_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
-}
-
 // The stream in words: how many source words each source prefix touches and how many words each
 // target prefix detokenizes to, both from the tokenizers' own decoding (any tokenizer type).
+// `capped`: cut at decode.max_length, which ends the output as soon as it is written; a cut at the
+// length bound of the source (SentenceStream's WRITE that waits) and an end of sentence end it
+// once the whole source is there.
 void add_word_delays(const Tokenizers& tokenizers, const std::string& line, const std::vector<int>& source,
-                     const std::vector<int64_t>& tokens, bool truncated, StreamedLine& out) {
+                     const std::vector<int64_t>& tokens, bool truncated, bool finished, bool capped,
+                     StreamedLine& out) {
   out.words = split_words(out.text);
   const auto total = static_cast<int64_t>(
       split_words(truncated ? tokenizers.src->decode(source) : line).size());
   out.source_words = total;
+  // A piece that decodes to a space alone (SentencePiece's lone "▁" before some words) begins the
+  // next word: that word must have arrived for it to be read.
   std::vector<int64_t> read_words(source.size() + 1, 0);
   for (size_t g = 1; g <= source.size(); ++g) {
     const std::vector<int> prefix(source.begin(), source.begin() + static_cast<std::ptrdiff_t>(g));
+    const auto text = tokenizers.src->decode(prefix);
+    const bool open = !text.empty() && std::isspace(static_cast<unsigned char>(text.back()));
     read_words[g] = g == source.size() ? total
-                                       : std::min(total, static_cast<int64_t>(split_words(tokenizers.src->decode(prefix)).size()));
+                                       : std::min(total, static_cast<int64_t>(split_words(text).size()) + (open ? 1 : 0));
   }
   std::vector<int64_t> words_after;
   std::vector<int> prefix;
@@ -139,62 +134,142 @@ void add_word_delays(const Tokenizers& tokenizers, const std::string& line, cons
     prefix.push_back(static_cast<int>(tokens[t]));
     words_after.push_back(static_cast<int64_t>(split_words(tokenizers.tgt->decode(prefix)).size()));
   }
-  out.word_delays = word_delays(out.delays, read_words, words_after, out.words.size());
-}
-
-// wait-k: write after every read once k are read; an early end of sentence reads instead.
-StreamedSentence stream_wait_k(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options) {
-  torch::InferenceMode inference;
-  StreamedSentence out;
   const auto n = static_cast<int64_t>(source.size());
-  out.source_tokens = n;
-  const int64_t max_length = max_target_length(n + 1, options.search);
-  // replay: a soft step reads every row of the memory, so the decoder restarts after each read.
-  // prefix: it is kept, and a read only lengthens the memory the next step attends to.
-  const bool prefix = options.wait_k_policy == WaitKPolicy::prefix;
-  if (prefix && !(options.incremental && model.streams_source())) {
-    throw InputError("decode.wait_k_policy prefix: needs a model that reads its source a token at a time "
-                     "(model.encoder.bidirectional: false, model.source_eos: true, no shortlist), and not --reencode");
-  }
-  SourceStream stream(model, source, options.incremental, /*keep_decoder=*/prefix);
-  stream.read_to(std::min<int64_t>(n, options.wait_k), out.tokens);
-  while (true) {
-    const int64_t token = best_token(stream.step(out.tokens, /*want_attention=*/false));
-    if (token == model.eos_id()) {
-      if (stream.complete()) break;  // WRITE the end: done
-      stream.read_to(stream.read() + 1, out.tokens, /*again=*/true);
-      continue;
-    }
-    if (!write(out, token, stream.read(), max_length)) break;
-    if (!stream.complete()) stream.read_to(stream.read() + 1, out.tokens, /*again=*/false);
-  }
-  return out;
+  auto went_out = out.delays;
+  if (!finished && !capped && !went_out.empty()) went_out.back() = n;
+  const int64_t end_read = finished || !capped || went_out.empty() ? n : went_out.back();
+  out.word_delays = word_delays(went_out, read_words, words_after, out.words.size(), end_read);
 }
 
 }  // namespace
 
-StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options) {
-  if (options.wait_k > 0) return stream_wait_k(model, source, options);
-  torch::InferenceMode inference;
-  StreamedSentence out;
-  const auto n = static_cast<int64_t>(source.size());
-  out.source_tokens = n;
-  // The bound greedy search sets for the whole sentence (eos counted in its length).
-  const int64_t max_length = max_target_length(n + 1, options.search);
-  SourceStream stream(model, source, options.incremental, model.keeps_decoder_across_reads());
-  stream.read_to(std::min<int64_t>(n, 1), out.tokens);
-  while (true) {
-    const auto r = stream.step(out.tokens, /*want_attention=*/true);
-    const int64_t token = best_token(r);
-    const int64_t stop = stop_position(r.attention);
-    if (!stream.complete() && (stop < 0 || stop > stream.read() - 1 - options.lookahead || token == model.eos_id())) {
-      stream.read_to(stream.read() + 1, out.tokens);  // READ, then decode this step again
-      continue;
-    }
-    if (token == model.eos_id()) break;  // WRITE the end: done
-    if (!write(out, token, stream.read(), max_length)) break;
+SentenceStream::SentenceStream(StepModel& model, const StreamingOptions& options)
+    : model_(model), options_(options) {
+  const bool prefix = options.wait_k > 0 && options.wait_k_policy == WaitKPolicy::prefix;
+  // replay: a soft step reads every row of the memory, so the decoder restarts after each read.
+  // prefix: it is kept, and a read only lengthens the memory the next step attends to.
+  if (prefix && !(options.incremental && model.streams_source())) {
+    throw InputError("decode.wait_k_policy prefix: needs a model that reads its source a token at a time "
+                     "(model.encoder.bidirectional: false, model.source_eos: true, no shortlist), and not --reencode");
   }
-  return out;
+  source_ = std::make_unique<Source>(model, options.incremental,
+                                     options.wait_k > 0 ? prefix : model.keeps_decoder_across_reads());
+}
+
+SentenceStream::~SentenceStream() = default;
+
+void SentenceStream::push(const std::vector<int64_t>& tokens) {
+  if (source_->ended()) throw InputError("the source has ended: nothing more can be read");
+  source_->arrive(tokens);
+}
+
+void SentenceStream::end_source() { source_->end(); }
+
+int64_t SentenceStream::max_length() const {
+  // The bound greedy search sets for the whole sentence (eos counted in its length); until the
+  // source has ended, the bound of what has arrived, which the whole source's can only exceed.
+  return max_target_length(source_->arrived() + 1, options_.search);
+}
+
+// The policy as a loop that stops where it needs a source token that has not arrived: `next_`
+// says where it goes on. Given the whole source at once it is the loop of a sentence read from a
+// file, READ by READ, WRITE by WRITE.
+//   hard head: decode; READ while the head stops right of what is read (less the lookahead) or
+//     gives the end early, decoding the step again; else WRITE (the end of sentence: done).
+//   wait-k: READ k; decode; the end of sentence before the source is read READs and decodes again;
+//     any other token is WRITTEN and one more source token READ.
+void SentenceStream::run() {
+  torch::InferenceMode inference;
+  const int64_t k = options_.wait_k;
+  auto& src = *source_;
+  while (next_ != Next::done) {
+    switch (next_) {
+      case Next::start: {
+        const int64_t first = k > 0 ? k : 1;
+        if (!src.ended() && src.arrived() < first) return;
+        src.read_to(std::min(src.arrived(), first), out_.tokens);
+        next_ = Next::step;
+        break;
+      }
+      case Next::step: {
+        const auto r = src.step(out_.tokens, /*want_attention=*/k == 0);
+        token_ = best_token(r);
+        if (k > 0) {
+          if (token_ == model_.eos_id()) {
+            next_ = src.complete() ? Next::done : Next::read;  // READ, then decode this step again
+            again_ = true;
+          } else {
+            next_ = Next::write;
+          }
+        } else {
+          const int64_t stop = stop_position(r.attention);
+          if (!src.complete() && (stop < 0 || stop > src.read() - 1 - options_.lookahead || token_ == model_.eos_id())) {
+            next_ = Next::read;
+            again_ = true;
+          } else {
+            next_ = token_ == model_.eos_id() ? Next::done : Next::write;
+          }
+        }
+        break;
+      }
+      case Next::write: {
+        // The WRITE that reaches the maximum length cuts the sentence: while the source may still
+        // grow (and the bound with it, up to decode.max_length), it waits.
+        const int64_t length = static_cast<int64_t>(out_.tokens.size()) + 1;
+        const bool capped = options_.search.max_length > 0 && length >= options_.search.max_length;
+        if (!src.ended() && !capped && length >= max_length()) return;
+        out_.tokens.push_back(token_);
+        out_.delays.push_back(src.read());
+        if (length >= max_length()) {
+          out_.finished = false;
+          next_ = Next::done;
+        } else if (k > 0 && !src.complete()) {
+          next_ = Next::read;
+          again_ = false;
+        } else {
+          next_ = Next::step;
+        }
+        break;
+      }
+      case Next::read:
+        if (src.arrived() > src.read()) {
+          src.read_to(src.read() + 1, out_.tokens, again_);
+        } else if (!src.ended() || src.eos_read()) {
+          return;  // nothing to read yet
+        } else {
+          // The source ended after this READ was decided, with nothing more: the end of sentence
+          // is what is read. (A source told its end with its last tokens never comes here.)
+          src.read_to(src.read(), out_.tokens, again_);
+        }
+        next_ = Next::step;
+        break;
+      case Next::done:
+        break;
+    }
+  }
+  out_.source_tokens = src.arrived();
+}
+
+bool SentenceStream::done() const { return next_ == Next::done; }
+
+int64_t SentenceStream::read() const { return source_->read(); }
+
+StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options) {
+  SentenceStream stream(model, options);
+  stream.push(source);
+  stream.end_source();
+  stream.run();
+  return stream.output();
+}
+
+int default_wait_k(int decode_wait_k, int train_wait_k, int lookahead) {
+  if (decode_wait_k != 0) return decode_wait_k;
+  return lookahead == 0 ? train_wait_k : 0;
+}
+
+WaitKPolicy resolve_wait_k_policy(WaitKPolicy chosen, int train_wait_k, bool reads_tokens) {
+  if (chosen != WaitKPolicy::automatic) return chosen;
+  return train_wait_k > 0 && reads_tokens ? WaitKPolicy::prefix : WaitKPolicy::replay;
 }
 
 double average_lagging(const std::vector<int64_t>& delays, int64_t source_tokens) {
@@ -229,7 +304,9 @@ std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& token
         line.lagging = average_lagging(s.delays, s.source_tokens);
         // At the length limit the line may have been cut: its words are then those of what was streamed.
         const bool cut = static_cast<int>(encoded[i].size()) >= options.max_source_tokens;
-        add_word_delays(tokenizers, lines[i], encoded[i], s.tokens, cut, line);
+        const bool capped = !s.finished && options.search.max_length > 0 &&
+                            static_cast<int64_t>(s.tokens.size()) >= options.search.max_length;
+        add_word_delays(tokenizers, lines[i], encoded[i], s.tokens, cut, s.finished, capped, line);
       }
     } catch (...) {
       next = lines.size();

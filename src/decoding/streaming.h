@@ -33,6 +33,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,48 @@ struct StreamedSentence {
   int64_t source_tokens = 0;    // |x|, without eos
   bool finished = true;         // false when cut at the maximum length
 };
+
+// One sentence's stream as its source arrives: push() what has arrived, end_source() once it is
+// all there, and run() takes the policy as far as the arrived tokens allow (it returns where it
+// would READ a token that has not arrived, or once the output is done). Each token is decided from
+// the same source prefix as when the whole source is given at once (stream_sentence is this with
+// one push), so the output and delays do not depend on how the source was cut into pushes, given
+// that the end is told with the last tokens (told later, with nothing more, the end of sentence is
+// read as one more READ). Until the source has ended, a WRITE that would reach the maximum length
+// of what has arrived waits (the whole source's bound can only be larger).
+class SentenceStream {
+ public:
+  SentenceStream(StepModel& model, const StreamingOptions& options);
+  ~SentenceStream();
+  SentenceStream(const SentenceStream&) = delete;
+  SentenceStream& operator=(const SentenceStream&) = delete;
+  void push(const std::vector<int64_t>& tokens);  // InputError once the source has ended
+  void end_source();
+  void run();
+  bool done() const;                                      // the output is complete (end of sentence or cut)
+  int64_t read() const;                                   // source tokens read so far
+  const StreamedSentence& output() const { return out_; }  // what is written so far
+
+ private:
+  class Source;
+  enum class Next { start, step, write, read, done };
+  int64_t max_length() const;
+  StepModel& model_;
+  const StreamingOptions options_;
+  std::unique_ptr<Source> source_;
+  StreamedSentence out_;
+  Next next_ = Next::start;
+  int64_t token_ = 0;   // decided by the last step, to WRITE
+  bool again_ = true;   // the pending READ decodes the same step again (its token was not written)
+};
+
+// The wait-k a stream decodes with where no flag gives one: decode.wait_k, else the k the model
+// was trained prefix-to-prefix with (train.wait_k) unless a lookahead asks for the head's policy,
+// else 0 (the hard head's policy).
+int default_wait_k(int decode_wait_k, int train_wait_k, int lookahead);
+// decode.wait_k_policy with automatic resolved: prefix for a model trained with train.wait_k whose
+// encoder reads its source a token at a time (`reads_tokens`), else replay.
+WaitKPolicy resolve_wait_k_policy(WaitKPolicy chosen, int train_wait_k, bool reads_tokens);
 
 // One sentence's stream: source = its token ids without eos. Without wait_k, the model's attention
 // must stop hard (StepResult::attention all zero = nothing to stop at in what was read).

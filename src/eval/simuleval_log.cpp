@@ -54,24 +54,25 @@ LatencyInstance latency_instance(const SimulEvalRecord& r) {
 }
 
 std::vector<int64_t> word_delays(const std::vector<int64_t>& subword_delays, const std::vector<int64_t>& read_words,
-                                 const std::vector<int64_t>& words_after, size_t output_words) {
+                                 const std::vector<int64_t>& words_after, size_t output_words, int64_t end_read) {
   if (words_after.size() != subword_delays.size()) throw RuntimeError("word_delays: one word count per target subword");
+  auto words_read = [&](int64_t read) {
+    if (read < 0 || read >= static_cast<int64_t>(read_words.size())) throw RuntimeError("word_delays: a delay past the source");
+    return read_words[static_cast<size_t>(read)];
+  };
   std::vector<int64_t> delays;
   const auto T = subword_delays.size();
   for (size_t i = 0; i < output_words; ++i) {
     const auto word = static_cast<int64_t>(i) + 1;
-    // Its last subword: the one before the first that starts word i + 2 (or the last of all),
-    // but never before the first that reaches word i + 1 (a subword may carry two words).
+    // Complete once a subword begins word i + 2 (a subword that carries two words completes the
+    // first at once); the last word once the output ends.
     size_t first_in = T, first_after = T;
     for (size_t t = 0; t < T; ++t) {
       if (first_in == T && words_after[t] >= word) first_in = t;
       if (first_after == T && words_after[t] > word) first_after = t;
     }
     if (first_in == T) throw RuntimeError("word_delays: the output has fewer words than the subwords give");
-    const size_t last = first_after == T ? T - 1 : std::max(first_in, first_after == 0 ? 0 : first_after - 1);
-    const auto read = subword_delays[last];
-    if (read < 0 || read >= static_cast<int64_t>(read_words.size())) throw RuntimeError("word_delays: a delay past the source");
-    delays.push_back(read_words[static_cast<size_t>(read)]);
+    delays.push_back(words_read(first_after == T ? end_read : subword_delays[first_after]));
   }
   return delays;
 }

@@ -33,15 +33,20 @@ double simuleval_reference_words(const std::string& reference);
 // The record as the latency scorers see it (reference length in words).
 LatencyInstance latency_instance(const SimulEvalRecord& record);
 
-// A streamed sentence's delays in words, as SimulEval counts text: a target word is written when
-// its last subword is, and reading a source subword reads the word it belongs to.
-//   subword_delays[t]  source subwords read when target subword t was written (1..n)
-//   read_words[g]      source words the first g source subwords touch (g = 0..n)
+// A streamed sentence's delays in words, as SimulEval counts them when it drives the stream word by
+// word (serve's remote protocol, serve/simul_agent.h): a source subword is read once the word it
+// belongs to has arrived, and a target word goes out once it is known to be complete -- when the
+// subword that begins the next word is written, or, for the last word, when the output ends.
+//   subword_delays[t]  source subwords read when target subword t went out (1..n)
+//   read_words[g]      source words the first g source subwords touch (g = 0..n; a subword that
+//                      is a word boundary alone touches the word after it)
 //   words_after[t]     whitespace words in the detokenized first t + 1 target subwords
 //   output_words       whitespace words in the whole detokenized output
+//   end_read           source subwords read when the output ended (its end of sentence decided, or
+//                      the cut at its maximum length)
 // Returns one delay per output word, in source words.
 std::vector<int64_t> word_delays(const std::vector<int64_t>& subword_delays, const std::vector<int64_t>& read_words,
-                                 const std::vector<int64_t>& words_after, size_t output_words);
+                                 const std::vector<int64_t>& words_after, size_t output_words, int64_t end_read);
 
 // Writes DIR/instances.log and DIR/config.yaml (text to text), creating DIR.
 void write_simuleval_dir(const std::string& dir, const std::vector<SimulEvalRecord>& records);

@@ -45,6 +45,10 @@ struct ServedModel {
   TranslateOptions defaults;  // the model's decode.* with the server's settings
   std::string attention;      // model.attention.type, for the page and GET /v1/models
   bool streams = false;       // its attention can decode as a stream (POST /v1/stream)
+  // The policy SimulEval's protocol streams it with (serve/simul_agent.h): wait-k where > 0 (the
+  // model's decode.wait_k, else its train.wait_k), else the hard head's (where `streams`).
+  int wait_k = 0;
+  WaitKPolicy wait_k_policy = WaitKPolicy::replay;
 };
 
 // What a request may choose per call; sentences are batched only with others of the same.

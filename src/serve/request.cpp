@@ -1,5 +1,6 @@
 #include "serve/request.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "util/text_io.h"
@@ -187,6 +188,48 @@ std::vector<ModelRequest> parse_opennmt_request(const json& body, const std::vec
     used.push_back(std::move(requests[m]));
   }
   return used;
+}
+
+SimulSegment parse_simul_segment(const json& body, const RequestLimits& limits) {
+  if (!body.is_object()) throw HttpError{400, "expected a SimulEval segment (a JSON object), got " + std::string(body.type_name())};
+  for (const auto& [key, value] : body.items()) {
+    static const char* const known[] = {"index", "content", "finished", "is_empty", "data_type", "tgt_lang", "config"};
+    if (std::find(std::begin(known), std::end(known), key) == std::end(known)) {
+      throw HttpError{400, "unknown segment field '" + key + "'"};
+    }
+  }
+  auto flag = [&](const char* key) {
+    if (!body.contains(key)) return false;
+    if (!body[key].is_boolean()) throw HttpError{400, std::string(key) + ": expected true or false, got " + body[key].dump()};
+    return body[key].get<bool>();
+  };
+  SimulSegment segment;
+  segment.finished = flag("finished");
+  if (flag("is_empty")) return segment;
+  const auto type = body.value("data_type", json());
+  if (type != "text") {
+    throw HttpError{400, "data_type: attnmt translates text segments (\"text\"), got " + type.dump()};
+  }
+  if (!body.contains("content") || !body["content"].is_string()) {
+    throw HttpError{400, "content: expected the source word(s) as a string, got " +
+                             (body.contains("content") ? body["content"].dump() : std::string("nothing"))};
+  }
+  segment.text = body["content"].get<std::string>();
+  if (segment.text.size() > limits.max_sentence_bytes) {
+    throw HttpError{413, "content: " + std::to_string(segment.text.size()) + " bytes (at most " +
+                             std::to_string(limits.max_sentence_bytes) + ")"};
+  }
+  return segment;
+}
+
+json simul_output_segment(const std::string& words, bool finished) {
+  // Every field of SimulEval's Segment and no other: it builds its dataclass from them.
+  if (words.empty()) {
+    return {{"index", 0},          {"content", json::array()}, {"finished", finished}, {"is_empty", true},
+            {"data_type", nullptr}, {"tgt_lang", nullptr},      {"config", json::object()}};
+  }
+  return {{"index", 0},         {"content", words},    {"finished", finished}, {"is_empty", false},
+          {"data_type", "text"}, {"tgt_lang", nullptr}, {"config", json::object()}};
 }
 
 std::string dump_json(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }

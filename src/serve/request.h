@@ -73,6 +73,22 @@ AlternativesRequest parse_alternatives_request(const nlohmann::json& body, const
 std::vector<ModelRequest> parse_opennmt_request(const nlohmann::json& body, const std::vector<ModelChoice>& models,
                                                 const RequestLimits& limits);
 
+// PUT /input of SimulEval's remote protocol (simuleval/evaluator/remote.py): a segment as
+// simuleval/data/segments.py writes it, {"index", "content", "finished", "is_empty", "data_type",
+// "tgt_lang", "config"}. A text segment (data_type "text", content a string: the next source
+// word(s)) or an empty one (is_empty true: nothing new; with finished, the source is over). Speech
+// segments, a content that is not text, or over max_sentence_bytes: 4xx naming the field.
+struct SimulSegment {
+  std::string text;  // "" for an empty segment
+  bool finished = false;
+};
+SimulSegment parse_simul_segment(const nlohmann::json& body, const RequestLimits& limits);
+
+// GET /output's answer, a segment SimulEval reads back (segment_from_json_string): a text segment
+// with `words` (one space between them), or an empty segment when there are none; `finished` once
+// the translation is complete.
+nlohmann::json simul_output_segment(const std::string& words, bool finished);
+
 // JSON text of `value` that never throws: bytes that are not UTF-8 (a path or a decoded sentence
 // can hold them) become U+FFFD.
 std::string dump_json(const nlohmann::json& value);

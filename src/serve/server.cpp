@@ -16,6 +16,7 @@
 #include "serve/page.h"
 #include "serve/page_api.h"
 #include "serve/request.h"
+#include "serve/simul_agent.h"
 #include "serve/word_stream.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -382,21 +383,25 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
     return httplib::Server::HandlerResponse::Handled;
   });
 
+  // Every JSON endpoint: answer what `call` returns, or the error it throws; count it.
+  auto answer = [&](const std::string& name, const httplib::Request& req, httplib::Response& res, auto call) {
+    const auto start = Clock::now();
+    metrics.accepted();
+    try {
+      if (stopping) throw HttpError{503, "the server is stopping"};
+      reply(res, 200, call());
+    } catch (const HttpError& e) {
+      reply(res, e.status, error_body(req.path, e.message));
+      if (e.status == 503) res.set_header("Retry-After", "1");
+    } catch (const std::exception& e) {
+      reply(res, 500, error_body(req.path, std::string("internal error: ") + e.what()));
+    }
+    metrics.request(name, res.status, std::chrono::duration<double>(Clock::now() - start).count());
+  };
   // Every translate endpoint: parse, answer, count.
   auto endpoint = [&](const std::string& name, auto handle) {
     return [&, name, handle](const httplib::Request& req, httplib::Response& res) {
-      const auto start = Clock::now();
-      metrics.accepted();
-      try {
-        if (stopping) throw HttpError{503, "the server is stopping"};
-        reply(res, 200, handle(parse_json_body(req.body), req));
-      } catch (const HttpError& e) {
-        reply(res, e.status, error_body(req.path, e.message));
-        if (e.status == 503) res.set_header("Retry-After", "1");
-      } catch (const std::exception& e) {
-        reply(res, 500, error_body(req.path, std::string("internal error: ") + e.what()));
-      }
-      metrics.request(name, res.status, std::chrono::duration<double>(Clock::now() - start).count());
+      answer(name, req, res, [&] { return handle(parse_json_body(req.body), req); });
     };
   };
   server.Post(kOpenNMTPath, endpoint(kOpenNMTPath, [&](const json& body, const httplib::Request& req) {
@@ -441,6 +446,23 @@ void serve(const std::vector<ServedModel>& models, const ServeOptions& options, 
   server.Post("/v1/stream", endpoint("/v1/stream", [&](const json& body, const httplib::Request&) {
                 return stream_json(body, models, options, stream_gate);
               }));
+  // SimulEval's remote protocol (serve/simul_agent.h), on the first model.
+  SimulAgent simul(models.front());
+  spdlog::info("[serve] SimulEval's remote protocol (POST /reset, PUT /input, GET /output): model '{}', policy {}",
+               models.front().name, simul.policy());
+  server.Post("/reset", [&](const httplib::Request& req, httplib::Response& res) {
+    answer("/reset", req, res, [&] {
+      simul.reset();
+      return json::object();
+    });
+  });
+  server.Put("/input", endpoint("/input", [&](const json& body, const httplib::Request&) {
+               simul.input(parse_simul_segment(body, request_limits(options)));
+               return json::object();
+             }));
+  server.Get("/output", [&](const httplib::Request& req, httplib::Response& res) {
+    answer("/output", req, res, [&] { return simul.output(); });
+  });
   server.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
     json list = json::array();
     for (const auto& m : models) {

@@ -103,16 +103,20 @@ TEST_CASE("AL, LAAL, AP and DAL on a hand-computed wait-1 case", "[latency]") {
 TEST_CASE("Subword delays to SimulEval's word delays, by hand", "[latency]") {
   // Source "ein Mann läuft" as ein | Man n | läuft: 0..4 subwords touch 0, 1, 2, 2, 3 words.
   const std::vector<int64_t> read_words{0, 1, 2, 2, 3};
-  // Target "a man runs" as a | m an | runs, written after 1, 2, 3, 4 subwords read.
+  // Target "a man runs" as a | m an | runs, written after 1, 2, 3, 4 subwords read, ended at 4.
   const std::vector<int64_t> delays{1, 2, 3, 4};
   const std::vector<int64_t> words_after{1, 2, 2, 3};
-  // "man" is written with its last subword (after 3 source subwords: 2 words), "runs" at the end.
-  CHECK(attnmt::word_delays(delays, read_words, words_after, 3) == std::vector<int64_t>{1, 2, 3});
-  // A subword that carries two words: both written with it.
-  CHECK(attnmt::word_delays({2, 4}, read_words, {2, 3}, 3) == std::vector<int64_t>{2, 2, 3});
-  // A trailing subword that adds no word (a lone space) still belongs to the last word.
-  CHECK(attnmt::word_delays({1, 2, 4}, read_words, {1, 1, 1}, 1) == std::vector<int64_t>{3});
-  CHECK(attnmt::word_delays({}, read_words, {}, 0).empty());
+  // "a" goes out when "m" begins the next word (2 subwords read, "Man" touched: 2 words), "man"
+  // when "runs" begins it (4 read: 3 words), "runs" when the output ends.
+  CHECK(attnmt::word_delays(delays, read_words, words_after, 3, 4) == std::vector<int64_t>{2, 3, 3});
+  // Ended earlier (cut at decode.max_length after 3 read): the last word goes out then.
+  CHECK(attnmt::word_delays({1, 2, 3}, read_words, {1, 2, 2}, 2, 3) == std::vector<int64_t>{2, 2});
+  // A subword that carries two words completes the first at once.
+  CHECK(attnmt::word_delays({2, 4}, read_words, {2, 3}, 3, 4) == std::vector<int64_t>{2, 3, 3});
+  // A trailing subword that adds no word (a lone space) does not complete the last word.
+  CHECK(attnmt::word_delays({1, 2, 3}, read_words, {1, 1, 1}, 1, 4) == std::vector<int64_t>{3});
+  CHECK(attnmt::word_delays({}, read_words, {}, 0, 4).empty());
+  CHECK_THROWS(attnmt::word_delays({1, 5}, read_words, {1, 2}, 2, 4));  // a delay past the source
 }
 
 TEST_CASE("A SimulEval record round-trips and scores as SimulEval reads it", "[latency]") {

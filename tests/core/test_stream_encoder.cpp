@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -301,6 +302,104 @@ TEST_CASE("wait-k prefix policy: the decoder kept across reads, each step attend
     CHECK(early > 0);    // the policy did write before the end
     CHECK(differs > 0);  // and is not the replay policy
   }
+}
+
+TEST_CASE("streaming as the source arrives: any cut into pushes writes what the whole source at once writes",
+          "[streaming]") {
+  // SentenceStream is what SimulEval's protocol drives in serve (a word's subwords arrive together,
+  // run() after each): cut the source into random pushes and compare with one push.
+  std::mt19937 rng(5);
+  for (const auto& m : unidirectional_models()) {
+    INFO(m.name);
+    torch::manual_seed(17);
+    Seq2Seq model = model_writing_early(m.config);
+    Seq2SeqStepModel step_model(model);
+    const bool hard = m.config.attention.type == "monotonic" || m.config.attention.type == "chunkwise";
+    struct Policy {
+      int wait_k, lookahead;
+      WaitKPolicy policy;
+      bool incremental;
+    };
+    std::vector<Policy> policies;
+    for (int k : {1, 3}) {
+      policies.push_back({k, 0, WaitKPolicy::replay, true});
+      policies.push_back({k, 0, WaitKPolicy::replay, false});
+      policies.push_back({k, 0, WaitKPolicy::prefix, true});
+    }
+    if (hard) policies.insert(policies.end(), {{0, 0, WaitKPolicy::replay, true}, {0, 1, WaitKPolicy::replay, false}});
+    int64_t cut = 0, early = 0, early_cut = 0;
+    for (int max_length : {0, 4}) {  // 4: some outputs are cut at the maximum length
+      for (int64_t n : {1, 3, 6, 9}) {
+        auto ids = torch::randint(4, 20, {n}, torch::kLong);
+        const std::vector<int64_t> source(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + n);
+        for (const auto& p : policies) {
+          INFO("n " << n << ", wait-k " << p.wait_k << ", lookahead " << p.lookahead << ", prefix "
+                    << (p.policy == WaitKPolicy::prefix) << ", incremental " << p.incremental << ", max_length "
+                    << max_length);
+          StreamingOptions options;
+          options.search.beam_size = 1;
+          options.search.max_length_ratio = 1.5;
+          options.search.max_length = max_length;
+          options.wait_k = p.wait_k;
+          options.lookahead = p.lookahead;
+          options.wait_k_policy = p.policy;
+          options.incremental = p.incremental;
+          const auto whole = stream_sentence(step_model, source, options);
+          for (int trial = 0; trial < 3; ++trial) {
+            SentenceStream stream(step_model, options);
+            size_t at = 0;
+            while (at < source.size()) {
+              const size_t size = std::uniform_int_distribution<size_t>(1, 3)(rng);
+              const size_t end = std::min(source.size(), at + size);
+              stream.push(std::vector<int64_t>(source.begin() + at, source.begin() + end));
+              at = end;
+              if (at == source.size()) stream.end_source();
+              stream.run();
+              // Nothing written from source that has not arrived, and nothing done before the end
+              // but a cut at decode.max_length (which more source cannot lift).
+              for (auto d : stream.output().delays) REQUIRE(d <= static_cast<int64_t>(at));
+              REQUIRE(stream.read() <= static_cast<int64_t>(at));
+              if (at < source.size() && stream.done()) {
+                REQUIRE(static_cast<int>(stream.output().tokens.size()) == max_length);
+                early_cut += 1;
+              }
+            }
+            REQUIRE(stream.done());
+            CHECK(stream.output().tokens == whole.tokens);
+            CHECK(stream.output().delays == whole.delays);
+            CHECK(stream.output().finished == whole.finished);
+            CHECK(stream.output().source_tokens == n);
+            CHECK_THROWS_WITH(stream.push({5}), Catch::Contains("the source has ended"));
+          }
+          cut += !whole.finished;
+          for (auto d : whole.delays) early += d < n;
+        }
+      }
+    }
+    CHECK(cut > 0);        // the maximum length was reached,
+    CHECK(early_cut > 0);  // some while the source was still arriving,
+    CHECK(early > 0);      // and tokens were written before the end
+  }
+}
+
+TEST_CASE("streaming as the source arrives: an end told after the last token is read as one more READ",
+          "[streaming]") {
+  ModelConfig config = unidirectional_models().front().config;
+  torch::manual_seed(19);
+  Seq2Seq model = model_writing_early(config);
+  Seq2SeqStepModel step_model(model);
+  StreamingOptions options;
+  options.search.beam_size = 1;
+  options.wait_k = 2;
+  SentenceStream stream(step_model, options);
+  stream.push({5, 6, 7, 8});
+  stream.run();
+  CHECK_FALSE(stream.done());
+  CHECK(stream.read() <= 4);
+  stream.end_source();
+  stream.run();
+  CHECK(stream.done());
+  CHECK(stream.read() == 4);
 }
 
 TEST_CASE("wait-k prefix policy: refused where the source is encoded again", "[streaming]") {

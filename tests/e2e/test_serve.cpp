@@ -21,9 +21,13 @@
 #include <cstdio>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
+#include <tuple>
 
+#include "eval/simuleval_log.h"
 #include "program.h"
 #include "util/text_io.h"
 
@@ -98,6 +102,18 @@ Reply post(int port, const std::string& path, const std::string& body) {
   reply.text = r->body;
   reply.body = json::parse(r->body, nullptr, false);
   reply.retry_after = r->get_header_value("Retry-After");
+  return reply;
+}
+
+Reply put(int port, const std::string& path, const std::string& body) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(120, 0);
+  auto r = client.Put(path.c_str(), body, "application/json");
+  Reply reply;
+  if (!r) return reply;
+  reply.status = r->status;
+  reply.text = r->body;
+  reply.body = json::parse(r->body, nullptr, false);
   return reply;
 }
 
@@ -1283,6 +1299,128 @@ TEST_CASE("serve: /v1/alternatives: the k best next subwords, each completion as
   }
   server.signal("TERM");
   CHECK(server.wait() == 0);
+  fs::remove_all(dir);
+#endif
+}
+
+TEST_CASE("serve: SimulEval's remote protocol (reset, input, output) writes translate --streaming's words "
+          "with its --simuleval-dir delays",
+          "[serve][e2e][simuleval]") {
+#ifndef ATTNMT_TEST_HTTP
+  ATTNMT_MISSING_DEPENDENCY("SKIPPED: cpp-httplib is not installed (Debian: libcpp-httplib-dev): serve was not tested");
+  return;
+#else
+  auto dir = temp_dir("serve_simuleval");
+  const auto model = tiny_model(dir);
+  const auto lines = attnmt::read_lines(kData + "/tiny.de");
+  const std::string ref = kData + "/tiny.en";
+  // translate --streaming's words and its SimulEval log (a word delayed by the source words sent
+  // when it was known complete).
+  auto streamed = run("translate --model " + model.string() + " --input " + kData + "/tiny.de --streaming --wait-k 2" +
+                      " --output " + (dir / "streamed.en").string() + " --reference " + ref + " --simuleval-dir " +
+                      (dir / "offline").string());
+  INFO(streamed.output);
+  REQUIRE(streamed.status == 0);
+  const auto want = attnmt::read_lines((dir / "streamed.en").string());
+  const auto offline = attnmt::read_lines((dir / "offline" / "instances.log").string());
+  REQUIRE(offline.size() == lines.size());
+
+  Server server(dir, "--model tiny=" + model.string() + " --set decode.wait_k=2");
+  if (server.missing) {
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
+    return;
+  }
+  INFO(server.log());
+  REQUIRE(server.port > 0);
+  const int port = server.port;
+  CHECK(server.log().find("SimulEval's remote protocol (POST /reset, PUT /input, GET /output): model 'tiny', "
+                          "policy wait-2 (replay)") != std::string::npos);
+  // What simuleval/data/segments.py's Segment.json() sends (json.dumps of the dataclass).
+  auto segment = [](const json& content, bool finished, bool empty) {
+    return json{{"index", 0},          {"content", content},   {"finished", finished}, {"is_empty", empty},
+                {"data_type", empty ? json() : json("text")}, {"tgt_lang", nullptr}, {"config", json::object()}}
+        .dump();
+  };
+  // Calls out of order, before any sentence.
+  CHECK(put(port, "/input", segment("Ein", false, false)).status == 409);
+  CHECK(get(port, "/output").status == 409);
+  // simuleval/evaluator/remote.py's loop, sentence by sentence: reset; then send a word (an empty
+  // finished segment once they are all sent) and take the output, until the output is finished.
+  size_t early = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    INFO("line " << i << ": " << lines[i]);
+    REQUIRE(post(port, "/reset", "").status == 200);
+    std::istringstream in(lines[i]);
+    const std::vector<std::string> words{std::istream_iterator<std::string>(in), {}};
+    std::vector<std::string> prediction;
+    std::vector<int64_t> delays;
+    size_t step = 0;
+    for (bool finished = false; !finished;) {
+      const bool last = step + 1 == words.size();
+      const auto sent = put(port, "/input", step < words.size() ? segment(words[step], last, false)
+                                                                  : segment(json::array(), true, true));
+      REQUIRE(sent.status == 200);
+      step = std::min(step + 1, words.size());
+      const auto out = get(port, "/output");
+      REQUIRE(out.status == 200);
+      const auto& o = out.body;
+      // Every field of SimulEval's Segment, and no other (it builds its dataclass from them).
+      REQUIRE(o.size() == 7);
+      for (const char* key : {"index", "content", "finished", "is_empty", "data_type", "tgt_lang", "config"}) {
+        REQUIRE(o.contains(key));
+      }
+      finished = o["finished"].get<bool>();
+      if (o["is_empty"].get<bool>()) {
+        CHECK(o["data_type"].is_null());
+        continue;
+      }
+      CHECK(o["data_type"] == "text");
+      std::istringstream got(o["content"].get<std::string>());
+      for (std::string w; got >> w;) {
+        prediction.push_back(w);
+        delays.push_back(static_cast<int64_t>(step));
+      }
+    }
+    // The words translate --streaming writes, each delayed as its --simuleval-dir says.
+    std::istringstream w(want[i]);
+    CHECK(prediction == std::vector<std::string>{std::istream_iterator<std::string>(w), {}});
+    const auto record = attnmt::parse_simuleval_line(offline[i], "instances.log");
+    CHECK(delays == record.delays);
+    for (auto d : delays) early += d < static_cast<int64_t>(words.size());
+    // Once finished, an empty finished segment; more source is refused until the next reset.
+    const auto after = get(port, "/output");
+    CHECK(after.body["finished"] == true);
+    CHECK(after.body["is_empty"] == true);
+    const auto more = put(port, "/input", segment("noch", false, false));
+    CHECK(more.status == 409);
+    CHECK(more.body["error"].get<std::string>().find("POST /reset") != std::string::npos);
+  }
+  CHECK(early > 0);  // words did go out before their sentence's source was all sent
+  // Bad segments: 4xx naming the field.
+  REQUIRE(post(port, "/reset", "").status == 200);
+  for (const auto& [body, status, says] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"[1]", 400, "a JSON object"},
+           {"{\"content\": [0.1], \"data_type\": \"speech\"}", 400, "data_type"},
+           {"{\"content\": 5, \"data_type\": \"text\"}", 400, "content"},
+           {"{\"content\": \"a\", \"data_type\": \"text\", \"finished\": 1}", 400, "finished"},
+           {"{\"content\": \"a\", \"data_type\": \"text\", \"sample_rate\": 16000}", 400, "sample_rate"},
+           {"{\"content\": \"a\", ", 400, "JSON"},
+           {"{\"content\": \"" + std::string(5000, 'a') + "\", \"data_type\": \"text\"}", 413, "content"}}) {
+    INFO(body.substr(0, 80));
+    const auto r = put(port, "/input", body);
+    CHECK(r.status == status);
+    CHECK(r.body["error"].get<std::string>().find(says) != std::string::npos);
+  }
+  server.signal("TERM");
+  CHECK(server.wait() == 0);
+  // A model whose attention does not stop hard, without a wait-k: the protocol says why.
+  Server plain(dir, "--model tiny=" + model.string());
+  REQUIRE(plain.port > 0);
+  const auto refused = post(plain.port, "/reset", "");
+  CHECK(refused.status == 400);
+  CHECK(refused.body["error"].get<std::string>().find("decode.wait_k") != std::string::npos);
+  plain.signal("TERM");
+  CHECK(plain.wait() == 0);
   fs::remove_all(dir);
 #endif
 }
