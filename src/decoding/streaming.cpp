@@ -42,7 +42,6 @@ class SentenceStream::Source {
   int64_t arrived() const { return static_cast<int64_t>(source_.size()); }
   int64_t read() const { return read_; }
   bool complete() const { return ended_ && read_ == arrived(); }
-  bool eos_read() const { return eos_read_; }
   // Reads on to `count` arrived tokens (the end of sentence once they are all and the source has
   // ended); the state then decodes the token after `written`. A kept decoder decodes again the
   // step it last took (`again`: its token was not written), or goes on from it (it was).
@@ -108,12 +107,12 @@ int64_t stop_position(const torch::Tensor& attention) {
 
 // The stream in words: how many source words each source prefix touches and how many words each
 // target prefix detokenizes to, both from the tokenizers' own decoding (any tokenizer type).
-// `capped`: cut at decode.max_length, which ends the output as soon as it is written; a cut at the
-// length bound of the source (SentenceStream's WRITE that waits) and an end of sentence end it
-// once the whole source is there.
+// The output ends as soon as a cut at decode.max_length is written (StreamedSentence::capped); a
+// cut at the length bound of the source (SentenceStream's WRITE that waits) and an end of sentence
+// end it once the whole source is there.
 void add_word_delays(const Tokenizers& tokenizers, const std::string& line, const std::vector<int>& source,
-                     const std::vector<int64_t>& tokens, bool truncated, bool finished, bool capped,
-                     StreamedLine& out) {
+                     const StreamedSentence& s, bool truncated, StreamedLine& out) {
+  const auto& tokens = s.tokens;
   out.words = split_words(out.text);
   const auto total = static_cast<int64_t>(
       split_words(truncated ? tokenizers.src->decode(source) : line).size());
@@ -136,8 +135,8 @@ void add_word_delays(const Tokenizers& tokenizers, const std::string& line, cons
   }
   const auto n = static_cast<int64_t>(source.size());
   auto went_out = out.delays;
-  if (!finished && !capped && !went_out.empty()) went_out.back() = n;
-  const int64_t end_read = finished || !capped || went_out.empty() ? n : went_out.back();
+  if (!s.finished && !s.capped && !went_out.empty()) went_out.back() = n;
+  const int64_t end_read = s.capped && !went_out.empty() ? went_out.back() : n;
   out.word_delays = word_delays(went_out, read_words, words_after, out.words.size(), end_read);
 }
 
@@ -222,6 +221,7 @@ void SentenceStream::run() {
         out_.delays.push_back(src.read());
         if (length >= max_length()) {
           out_.finished = false;
+          out_.capped = capped;
           next_ = Next::done;
         } else if (k > 0 && !src.complete()) {
           next_ = Next::read;
@@ -234,7 +234,7 @@ void SentenceStream::run() {
       case Next::read:
         if (src.arrived() > src.read()) {
           src.read_to(src.read() + 1, out_.tokens, again_);
-        } else if (!src.ended() || src.eos_read()) {
+        } else if (!src.ended()) {
           return;  // nothing to read yet
         } else {
           // The source ended after this READ was decided, with nothing more: the end of sentence
@@ -304,9 +304,7 @@ std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& token
         line.lagging = average_lagging(s.delays, s.source_tokens);
         // At the length limit the line may have been cut: its words are then those of what was streamed.
         const bool cut = static_cast<int>(encoded[i].size()) >= options.max_source_tokens;
-        const bool capped = !s.finished && options.search.max_length > 0 &&
-                            static_cast<int64_t>(s.tokens.size()) >= options.search.max_length;
-        add_word_delays(tokenizers, lines[i], encoded[i], s.tokens, cut, s.finished, capped, line);
+        add_word_delays(tokenizers, lines[i], encoded[i], s, cut, line);
       }
     } catch (...) {
       next = lines.size();

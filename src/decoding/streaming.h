@@ -61,6 +61,7 @@ struct StreamedSentence {
   std::vector<int64_t> delays;  // source tokens read when each was written (1..source length)
   int64_t source_tokens = 0;    // |x|, without eos
   bool finished = true;         // false when cut at the maximum length
+  bool capped = false;          // cut at decode.max_length (not at the source's length bound)
 };
 
 // One sentence's stream as its source arrives: push() what has arrived, end_source() once it is

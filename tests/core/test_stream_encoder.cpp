@@ -368,10 +368,13 @@ TEST_CASE("streaming as the source arrives: any cut into pushes writes what the 
             CHECK(stream.output().tokens == whole.tokens);
             CHECK(stream.output().delays == whole.delays);
             CHECK(stream.output().finished == whole.finished);
+            CHECK(stream.output().capped == whole.capped);
             CHECK(stream.output().source_tokens == n);
             CHECK_THROWS_WITH(stream.push({5}), Catch::Contains("the source has ended"));
           }
           cut += !whole.finished;
+          CHECK(whole.capped == (!whole.finished && max_length > 0 &&
+                                 static_cast<int>(whole.tokens.size()) == max_length));
           for (auto d : whole.delays) early += d < n;
         }
       }
