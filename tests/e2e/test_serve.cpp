@@ -86,6 +86,13 @@ struct Server {
   }
 };
 
+// An attnmt built without cpp-httplib starts no server: the test is skipped, saying so.
+#define SKIP_WITHOUT_SERVE(server)                                                                 \
+  if ((server).missing) {                                                                          \
+    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested"); \
+    return;                                                                                        \
+  }
+
 struct Reply {
   int status = 0;
   json body;
@@ -156,10 +163,7 @@ TEST_CASE("serve: OpenNMT-py and v1 shapes, batching equals translate, errors, m
 
   Server server(dir, "--model tiny=" + model.string() + " --beam-size 3 --max-wait-ms 30 --max-batch-sentences 16 "
                      "--max-queue 64 --max-request-sentences 40 --max-body-bytes 20000");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -345,10 +349,7 @@ TEST_CASE("serve: a model converted from OpenNMT-py serves what translate writes
   const auto want = attnmt::read_lines((dir / "want.txt").string());
   const auto lines = attnmt::read_lines(input);
   Server server(dir, "--model onmt=" + model.string());
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   json request = json::array();
@@ -438,10 +439,7 @@ TEST_CASE("serve: /translator/translate answers as OpenNMT-py's own server does 
     fs::create_directories(here);
     Server server(here, "--model 100=" + model.string() + " --beam-size " + served["opt"]["beam_size"].dump() +
                             " --n-best " + std::to_string(n_best));
-    if (server.missing) {
-      ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-      return;
-    }
+    SKIP_WITHOUT_SERVE(server);
     INFO(server.log());
     REQUIRE(server.port > 0);
     REQUIRE(recorded["exchanges"].size() == 3);
@@ -495,10 +493,7 @@ TEST_CASE("serve: a converted fairseq model answers with fairseq-generate's n-be
   INFO(r.output);
   REQUIRE(r.status == 0);
   Server server(dir, "--model " + model.string() + " --beam-size 5 --n-best 5");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const auto sources = attnmt::read_lines((fixture / "src.txt").string());
@@ -590,10 +585,7 @@ TEST_CASE("serve: the client's mistakes are 4xx, never 500 or a crash (not UTF-8
   auto dir = temp_dir("serve_client_mistakes");
   const auto model = tiny_model(dir);
   Server server(dir, "--model tiny=" + model.string());
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -642,10 +634,7 @@ TEST_CASE("serve: --api-key on every endpoint but /health and the page, --cors o
   write(dir / "key.txt", "  s3cret-key  \n");
   Server server(dir, "--model tiny=" + model.string() + " --api-key-file " + (dir / "key.txt").string() +
                          " --cors https://app.example");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -728,10 +717,7 @@ TEST_CASE("serve: a sentence that fails to decode fails its own request only, th
   Server server(dir, "--model tiny=" + model.string() + " --beam-size 3 --workers 1 --max-wait-ms 2000 "
                          "--max-batch-sentences 16 --batching " + batching,
                 "ATTNMT_TEST_FAIL_SENTENCE=BOOM", ATTNMT_TEST_HOOKS_ENGINE_BINARY);
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -793,10 +779,7 @@ TEST_CASE("serve: a client that goes away has its queued sentences dropped, coun
   // One sentence per batch on one worker: 200 long sentences take seconds to decode.
   Server server(dir, "--model tiny=" + model.string() + " --workers 1 --max-batch-sentences 1 --beam-size 5 "
                          "--max-request-sentences 200");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -836,10 +819,7 @@ TEST_CASE("serve: SIGTERM under full load answers every request it accepted", "[
   const auto model = tiny_model(dir);
   const auto lines = attnmt::read_lines(kData + "/tiny.de");
   Server server(dir, "--model tiny=" + model.string() + " --max-wait-ms 20 --max-queue 4096");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -1004,10 +984,7 @@ TEST_CASE("serve: stream: the words, as they are decided, concatenate to the ans
   const auto model = tiny_model(dir);
   const auto lines = attnmt::read_lines(kData + "/tiny.de");
   Server server(dir, "--model tiny=" + model.string() + " --beam-size 5");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -1084,10 +1061,7 @@ TEST_CASE("serve: stream: a client that goes away stops its sentence's search an
   constexpr int kStepMs = 250;
   Server server(dir, "--model tiny=" + model.string() + " --workers 1 --beam-size 2",
                 "ATTNMT_TEST_STREAM_STEP_MS=" + std::to_string(kStepMs), ATTNMT_TEST_HOOKS_ENGINE_BINARY);
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -1149,10 +1123,7 @@ TEST_CASE("serve: continuous batching: a sentence that arrives while a long one 
     SECTION(batching) {
       Server server(dir, "--model tiny=" + model.string() + " --workers 1 --beam-size 2 --set decode.min_length=30 --batching " + batching,
                     "ATTNMT_TEST_STREAM_STEP_MS=" + std::to_string(kStepMs), ATTNMT_TEST_HOOKS_ENGINE_BINARY);
-      if (server.missing) {
-        ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-        return;
-      }
+      SKIP_WITHOUT_SERVE(server);
       INFO(server.log());
       REQUIRE(server.port > 0);
       const int port = server.port;
@@ -1213,10 +1184,7 @@ TEST_CASE("serve: /v1/alternatives: the k best next subwords, each completion as
   const auto model = tiny_model(dir);
   const auto lines = attnmt::read_lines(kData + "/tiny.de");
   Server server(dir, "--model tiny=" + model.string() + " --beam-size 4");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
@@ -1326,10 +1294,7 @@ TEST_CASE("serve: SimulEval's remote protocol (reset, input, output) writes tran
   REQUIRE(offline.size() == lines.size());
 
   Server server(dir, "--model tiny=" + model.string() + " --set decode.wait_k=2");
-  if (server.missing) {
-    ATTNMT_MISSING_DEPENDENCY("SKIPPED: attnmt was built without cpp-httplib: serve was not tested");
-    return;
-  }
+  SKIP_WITHOUT_SERVE(server);
   INFO(server.log());
   REQUIRE(server.port > 0);
   const int port = server.port;
