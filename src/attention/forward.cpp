@@ -24,12 +24,12 @@ AttentionState ForwardAttention::initial_state(const AttentionMemory& memory) co
   return {{first_position_alignment(memory), u0}};
 }
 
-AttentionState ForwardAttention::grow_state(const AttentionState& state, int64_t rows) const {
+AttentionState ForwardAttention::resize_state(const AttentionState& state, int64_t length) const {
   AttentionState alignment;
   alignment.tensors.push_back(state.tensors.at(0));
-  AttentionState grown = Attention::grow_state(alignment, rows);
-  grown.tensors.push_back(state.tensors.at(1));
-  return grown;
+  AttentionState resized = Attention::resize_state(alignment, length);
+  resized.tensors.push_back(state.tensors.at(1));
+  return resized;
 }
 
 AttentionOutput ForwardAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,
