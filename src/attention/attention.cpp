@@ -110,28 +110,11 @@ AttentionMemory AttentionMemory::cat(const AttentionMemory& a, const AttentionMe
   return m;
 }
 
-AttentionMemory AttentionMemory::narrow(int64_t length) const {
-  const int64_t own = values.size(1);
-  TORCH_CHECK(length <= own, "AttentionMemory::narrow: ", length, " positions of ", own);
-  if (length == own) return *this;
-  auto cut = [&](const torch::Tensor& t) {
-    return t.defined() && t.dim() >= 2 && t.size(1) == own ? t.narrow(1, 0, length).contiguous() : t;
-  };
-  AttentionMemory m;
-  m.values = cut(values);
-  m.keys = keys.is_same(values) ? m.values : cut(keys);
-  m.mask = cut(mask);
-  m.lengths = lengths;
-  for (const auto& e : extra) m.extra.push_back(cut(e));
-  m.group = group;
-  return m;
-}
-
 AttentionState Attention::cat_states(const AttentionState& a, int64_t a_length, const AttentionState& b,
                                      int64_t b_length) const {
   const int64_t length = std::max(a_length, b_length);
-  const auto x = a_length < length ? resize_state(a, length) : a;
-  const auto y = b_length < length ? resize_state(b, length) : b;
+  const auto x = a_length < length ? grow_state(a, length - a_length) : a;
+  const auto y = b_length < length ? grow_state(b, length - b_length) : b;
   TORCH_CHECK(x.tensors.size() == y.tensors.size(), "Attention::cat_states: states of different variants");
   AttentionState out;
   for (size_t i = 0; i < x.tensors.size(); ++i) {
@@ -156,18 +139,12 @@ AttentionMemory Attention::extend(const AttentionMemory& memory, const torch::Te
   return m;
 }
 
-AttentionState Attention::resize_state(const AttentionState& state, int64_t length) const {
-  AttentionState resized;
+AttentionState Attention::grow_state(const AttentionState& state, int64_t rows) const {
+  AttentionState grown;
   for (const auto& t : state.tensors) {
-    if (!t.defined() || t.dim() < 2 || t.size(1) == length) {
-      resized.tensors.push_back(t);
-    } else if (t.size(1) < length) {
-      resized.tensors.push_back(torch::constant_pad_nd(t, pad_dim1(t.dim(), length - t.size(1))));
-    } else {
-      resized.tensors.push_back(t.narrow(1, 0, length).contiguous());
-    }
+    grown.tensors.push_back(t.defined() && t.dim() >= 2 ? torch::constant_pad_nd(t, pad_dim1(t.dim(), rows)) : t);
   }
-  return resized;
+  return grown;
 }
 
 AttentionMemory Attention::prepare(const torch::Tensor& memory, const torch::Tensor& mask) {

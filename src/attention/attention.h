@@ -42,9 +42,6 @@ struct AttentionMemory {
   // of dimension >= 2 whose dimension 1 is the source length is padded (per-position memories:
   // Attention::joins_running_batches).
   static AttentionMemory cat(const AttentionMemory& a, const AttentionMemory& b);
-  // Continuous batching: the first `length` positions (no row's source is longer), the same
-  // tensors as cat pads cut to it.
-  AttentionMemory narrow(int64_t length) const;
 };
 
 // Per-step recurrent state (running sums, previous alignment, coverage...), batch-first.
@@ -72,11 +69,9 @@ class Attention : public torch::nn::Module {
   // row; a variant whose memory is not per position (areas, a static context) overrides it. An
   // undefined memory (nothing read yet) gives the one-row memory.
   virtual AttentionMemory extend(const AttentionMemory& memory, const torch::Tensor& row);
-  // The state of a step over a memory of S positions made valid for one of `length` positions:
-  // each [B, S, ...] tensor (previous alignment, coverage) padded with zeros (positions never
-  // attended) or cut (positions that no row has: continuous batching drops them once every longer
-  // sentence has left).
-  virtual AttentionState resize_state(const AttentionState& state, int64_t length) const;
+  // The state of a step over `memory` made valid for a memory `rows` positions longer: the new
+  // positions were never attended (zero in every [B, S, ...] tensor: previous alignment, coverage).
+  virtual AttentionState grow_state(const AttentionState& state, int64_t rows) const;
   // query [B, Dq]; step = 0-based target position t.
   virtual AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                                   const AttentionState& state, int64_t step) = 0;
@@ -84,11 +79,11 @@ class Attention : public torch::nn::Module {
   // copy of each sentence's memory for its K beams instead of K copies.
   virtual bool shares_memory_across_beams() const { return false; }
   // Whether rows at different target steps, over memories padded to a common length
-  // (AttentionMemory::cat, resize_state), can share a batch (continuous batching,
+  // (AttentionMemory::cat, grow_state), can share a batch (continuous batching,
   // decoding/running_search.h): not a variant that reads the step itself, or whose memory is not
   // one entry per source position.
   virtual bool joins_running_batches() const { return true; }
-  // Continuous batching: b's rows after a's, each grown (resize_state) to the longer memory.
+  // Continuous batching: b's rows after a's, each grown (grow_state) to the longer memory.
   AttentionState cat_states(const AttentionState& a, int64_t a_length, const AttentionState& b, int64_t b_length) const;
   // Size of the context vector this variant returns.
   virtual int64_t context_size() const { return memory_size_; }

@@ -24,12 +24,12 @@ AttentionState ForwardAttention::initial_state(const AttentionMemory& memory) co
   return {{first_position_alignment(memory), u0}};
 }
 
-AttentionState ForwardAttention::resize_state(const AttentionState& state, int64_t length) const {
+AttentionState ForwardAttention::grow_state(const AttentionState& state, int64_t rows) const {
   AttentionState alignment;
   alignment.tensors.push_back(state.tensors.at(0));
-  AttentionState resized = Attention::resize_state(alignment, length);
-  resized.tensors.push_back(state.tensors.at(1));
-  return resized;
+  AttentionState grown = Attention::grow_state(alignment, rows);
+  grown.tensors.push_back(state.tensors.at(1));
+  return grown;
 }
 
 AttentionOutput ForwardAttention::forward(const torch::Tensor& query, const AttentionMemory& memory,

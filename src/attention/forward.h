@@ -23,8 +23,8 @@ class ForwardAttention : public ScoredAttention {
  public:
   ForwardAttention(const AttentionConfig& config, int64_t query_size, int64_t memory_size);
   AttentionState initial_state(const AttentionMemory& memory) const override;
-  // alpha_{t-1} follows the memory's length; u_{t-1} [B, 1] is per row, not per position.
-  AttentionState resize_state(const AttentionState& state, int64_t length) const override;
+  // alpha_{t-1} grows with the memory; u_{t-1} [B, 1] is per row, not per position.
+  AttentionState grow_state(const AttentionState& state, int64_t rows) const override;
   AttentionOutput forward(const torch::Tensor& query, const AttentionMemory& memory,
                           const AttentionState& state, int64_t step) override;
 

@@ -57,11 +57,6 @@ void EnsembleStepModel::merge(SearchState& into, SearchState& from) {
   for (size_t i = 0; i < members_.size(); ++i) members_[i]->merge(*a.members[i], *b.members[i]);
 }
 
-void EnsembleStepModel::cut_source(SearchState& state, int64_t length) {
-  auto& s = static_cast<EnsembleState&>(state);
-  for (size_t i = 0; i < members_.size(); ++i) members_[i]->cut_source(*s.members[i], length);
-}
-
 StepResult EnsembleStepModel::step(const torch::Tensor& prev_tokens, SearchState& state, bool want_attention) {
   auto& s = static_cast<EnsembleState&>(state);
   StepResult out;

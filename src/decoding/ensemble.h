@@ -30,7 +30,6 @@ class EnsembleStepModel : public StepModel {
   torch::Device device() const override { return members_.front()->device(); }
   bool merges_states() const override;  // every member's
   void merge(SearchState& into, SearchState& from) override;
-  void cut_source(SearchState& state, int64_t length) override;  // every member's
 
  private:
   std::vector<StepModel*> members_;

@@ -114,7 +114,6 @@ RunningSearch::Sentence& RunningSearch::enter(int64_t src_len, SentenceGuide gui
   }
   guides_[s.slot] = std::move(guide);
   s.src_len = src_len;
-  positions_ = std::max(positions_, src_len);
   s.prev.assign(static_cast<size_t>(K_), model_.bos_id());
   if (!greedy_) {
     std::vector<double> initial(static_cast<size_t>(K_), kNegInf);
@@ -141,7 +140,8 @@ struct RunningSearch::StepScores {
 };
 
 std::vector<RunningSearch::Done> RunningSearch::step() {
-  if (running_.empty()) return {};
+  std::vector<Done> done;
+  if (running_.empty()) return done;
   const auto device = model_.device();
   std::vector<int64_t> prev;
   prev.reserve(running_.size() * static_cast<size_t>(K_));
@@ -171,18 +171,7 @@ std::vector<RunningSearch::Done> RunningSearch::step() {
         },
         nullptr);
   }
-  std::vector<Done> done = greedy_ ? greedy_step(r, scores) : beam_step(r, scores);
-  // Once the longest sentences have left, the memory is cut to the longest still running: the
-  // steps then read no position that no row has.
-  int64_t longest = 0;
-  for (const auto& s : running_) longest = std::max(longest, s.src_len);
-  if (running_.empty()) {
-    positions_ = 0;
-  } else if (longest < positions_) {
-    model_.cut_source(*state_, longest);
-    positions_ = longest;
-  }
-  return done;
+  return greedy_ ? greedy_step(r, scores) : beam_step(r, scores);
 }
 
 std::vector<RunningSearch::Done> RunningSearch::greedy_step(const StepResult& r, StepScores& scores) {

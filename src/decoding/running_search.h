@@ -98,7 +98,6 @@ class RunningSearch {
   int64_t K_ = 1;  // rows per sentence
   std::unique_ptr<SearchState> state_;
   std::vector<Sentence> running_;  // sentence i has rows i*K .. i*K + K-1 of state_
-  int64_t positions_ = 0;          // the memory's source positions: the longest source merged in
   Guides guides_;                  // by slot
   std::vector<size_t> free_slots_;
   uint64_t next_ticket_ = 0;

@@ -237,7 +237,7 @@ void Seq2SeqStepModel::read(SearchState& state, int64_t token) {
   const bool started = s.memory.values.defined();
   model_.read_source(torch::full({1}, token, torch::dtype(torch::kLong).device(device())), s.encoder, s.memory);
   if (started && !s.state.rnn.h.empty()) {
-    s.state.attention = model_.model()->decoder()->attention().resize_state(s.state.attention, s.memory.values.size(1));
+    s.state.attention = model_.model()->decoder()->attention().grow_state(s.state.attention, 1);
   }
 }
 
@@ -269,13 +269,6 @@ void Seq2SeqStepModel::merge(SearchState& into, SearchState& from) {
   a.state = DecoderStepState::cat(a.state, b.state, std::move(states));
   a.memory = AttentionMemory::cat(a.memory, b.memory);
   a.t = 0;  // the rows' steps differ; this model reads none (joins_running_batches)
-}
-
-void Seq2SeqStepModel::cut_source(SearchState& state, int64_t length) {
-  auto& s = static_cast<Seq2SeqSearchState&>(state);
-  if (!s.memory.values.defined() || s.memory.values.size(1) <= length) return;
-  s.state.attention = model_.model()->decoder()->attention().resize_state(s.state.attention, length);
-  s.memory = s.memory.narrow(length);
 }
 
 std::unique_ptr<Seq2SeqStepModel> make_step_model(Seq2Seq model, const DecodeConfig& decode,

@@ -60,7 +60,6 @@ class Seq2SeqStepModel : public StepModel {
   // be at one step (Seq2SeqImpl::joins_running_batches).
   bool merges_states() const override;
   void merge(SearchState& into, SearchState& from) override;
-  void cut_source(SearchState& state, int64_t length) override;
 
  private:
   DecodingSeq2Seq model_;

@@ -78,11 +78,6 @@ class StepModel {
   // Appends the rows of `from` after those of `into`, both from start() (expanded to beams alike
   // where they were); `from` is not used again.
   virtual void merge(SearchState& into, SearchState& from) { throw std::logic_error("merges_states() is false"); }
-  // Continuous batching: no row's source is now longer than `length` (the longer sentences have
-  // left), so the memory and every per-position state may be cut to it; the step results stay
-  // those of each row's own batch (up to float reassociation). A model that keeps nothing per
-  // position does nothing.
-  virtual void cut_source(SearchState& /*state*/, int64_t /*length*/) {}
   // step() without its result (a replay of a written token): the output layer may be skipped.
   virtual void advance(const torch::Tensor& prev_tokens, SearchState& state) { step(prev_tokens, state, false); }
 };
