@@ -189,6 +189,7 @@ void translate_streaming(StepModel& model, const LoadedModel& loaded, const std:
   streaming.wait_k = wait_k;
   streaming.wait_k_policy = policy;
   streaming.workers = options.workers;
+  streaming.batch_size = options.batch_size;
   streaming.max_source_tokens = options.max_source_tokens;
   const auto references = to.reference.empty() ? std::vector<std::string>{}
                                                : read_guide_lines("--reference", to.reference, lines.size());

@@ -254,6 +254,52 @@ void Seq2SeqStepModel::advance(const torch::Tensor& prev_tokens, SearchState& st
   ++s.t;
 }
 
+bool Seq2SeqStepModel::streams_prefix_batches() const {
+  return streams_source() && merges_states() && model_.model()->masks_source_prefixes();
+}
+
+std::unique_ptr<SearchState> Seq2SeqStepModel::start_prefixes(const torch::Tensor& src, const torch::Tensor& lengths,
+                                                              const std::vector<int64_t>& visible) {
+  TORCH_CHECK(streams_prefix_batches(), "start_prefixes: this model cannot stream a batch of prefixes");
+  const int64_t B = src.size(0), S = src.size(1);
+  TORCH_CHECK(static_cast<int64_t>(visible.size()) == B && lengths.size(0) == B, "start_prefixes: ", B,
+              " sources, ", visible.size(), " prefixes");
+  auto s = std::make_unique<Seq2SeqSearchState>();
+  EncoderStream first;  // each row's encoder once its first visible[b] tokens are read
+  {
+    PhaseScope phase(DecodePhase::kEncoder);
+    const auto columns = src.to(device(), torch::kLong);
+    for (int64_t i = 0; i < S; ++i) {
+      // Rows past their end read padding: the memory masks those positions (limit_source).
+      model_.read_source(columns.select(1, i).contiguous(), s->encoder, s->memory);
+      std::vector<int64_t> now(static_cast<size_t>(B), 0);  // 1: the row's prefix ends here
+      for (int64_t b = 0; b < B; ++b) now[static_cast<size_t>(b)] = visible[static_cast<size_t>(b)] == i + 1;
+      if (std::find(now.begin(), now.end(), 1) == now.end()) continue;
+      if (first.h.empty()) {
+        first = s->encoder;  // the rows not yet at their prefix are replaced when they are
+        continue;
+      }
+      const auto rows = torch::tensor(now, torch::kLong).to(device()).gt(0).unsqueeze(1);  // [B, 1]
+      for (size_t l = 0; l < first.h.size(); ++l) first.h[l] = torch::where(rows, s->encoder.h[l], first.h[l]);
+      for (size_t l = 0; l < first.c.size(); ++l) first.c[l] = torch::where(rows, s->encoder.c[l], first.c[l]);
+    }
+  }
+  TORCH_CHECK(!first.h.empty(), "start_prefixes: no prefix within the sources");
+  limit_source(*s, visible);
+  s->state = model_.model()->start_decoder(first, s->memory);
+  s->share_memory = model_.shares_memory_across_beams();
+  return s;
+}
+
+void Seq2SeqStepModel::limit_source(SearchState& state, const std::vector<int64_t>& visible) {
+  auto& s = static_cast<Seq2SeqSearchState&>(state);
+  TORCH_CHECK(s.memory.group == 1 && s.memory.values.size(0) == static_cast<int64_t>(visible.size()),
+              "limit_source: ", visible.size(), " prefixes for ", s.memory.values.size(0), " rows");
+  const auto v = torch::tensor(visible, torch::kLong).to(device());
+  s.memory.lengths = v;
+  s.memory.mask = torch::arange(s.memory.values.size(1), v.options()).unsqueeze(0).lt(v.unsqueeze(1));
+}
+
 bool Seq2SeqStepModel::merges_states() const {
   return !lexicon_ && model_.model()->joins_running_batches();
 }

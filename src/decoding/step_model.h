@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 namespace attnmt {
 
@@ -71,6 +72,23 @@ class StepModel {
   // reads nothing right of where it stops. Then streaming keeps the decoder across reads; else it
   // restarts it and replays the written tokens.
   virtual bool keeps_decoder_across_reads() const { return false; }
+  // wait-k's prefix policy over sources known whole (a file, streaming.h): whether a batch of
+  // streams can be decoded together, the memory read whole and each row's steps limited to what
+  // its stream has read. A step then attends as after read()s of the same tokens (the memory's
+  // masked positions weigh nothing), so the rows' steps equal their one-sentence streams' up to
+  // float reassociation; a row that must decode a step again is taken back with merge().
+  virtual bool streams_prefix_batches() const { return false; }
+  // src [B, S] padded ids (eos included), lengths [B]: every source read whole; each row's decoder
+  // started from its first visible[b] tokens (restart_decoder after reading those), and its steps
+  // attending to them alone until limit_source says more.
+  virtual std::unique_ptr<SearchState> start_prefixes(const torch::Tensor& src, const torch::Tensor& lengths,
+                                                      const std::vector<int64_t>& visible) {
+    throw std::logic_error("streams_prefix_batches() is false");
+  }
+  // The source positions each row's next steps attend to: its first visible[n] (n: the state's rows).
+  virtual void limit_source(SearchState& state, const std::vector<int64_t>& visible) {
+    throw std::logic_error("streams_prefix_batches() is false");
+  }
   // Continuous batching (running_search.h): whether the states of batches started apart, now at
   // different steps, can be merged into one batch whose rows each step as in their own batch
   // (their step results equal up to float reassociation: padding, the batch's shape).

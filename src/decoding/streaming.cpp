@@ -262,6 +262,97 @@ StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& s
   return stream.output();
 }
 
+std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::vector<std::vector<int64_t>>& sources,
+                                                  const StreamingOptions& options) {
+  TORCH_CHECK(options.wait_k > 0 && options.wait_k_policy == WaitKPolicy::prefix && options.incremental &&
+                  model.streams_prefix_batches(),
+              "stream_prefix_batch: wait-k's prefix policy on a model that streams batches of prefixes");
+  torch::InferenceMode inference;
+  const size_t B = sources.size();
+  std::vector<StreamedSentence> out(B);
+  if (B == 0) return out;
+  const int64_t k = options.wait_k, eos = model.eos_id();
+  // Per sentence: its length n (without eos), the tokens read, the bound on its output.
+  std::vector<int64_t> n(B), read(B), bound(B);
+  int64_t longest = 0;
+  for (size_t b = 0; b < B; ++b) {
+    n[b] = static_cast<int64_t>(sources[b].size());
+    read[b] = std::min(k, n[b]);
+    bound[b] = max_target_length(n[b] + 1, options.search);
+    out[b].source_tokens = n[b];
+    longest = std::max(longest, n[b] + 1);
+  }
+  // What a row attends to: the tokens read, and the end of sentence once they are all.
+  auto visible = [&](const std::vector<size_t>& rows) {
+    std::vector<int64_t> v;
+    for (size_t b : rows) v.push_back(read[b] + (read[b] == n[b] ? 1 : 0));
+    return v;
+  };
+  std::vector<int64_t> ids(B * static_cast<size_t>(longest), model.pad_id()), lengths(B);
+  for (size_t b = 0; b < B; ++b) {
+    std::copy(sources[b].begin(), sources[b].end(), ids.begin() + static_cast<std::ptrdiff_t>(b) * longest);
+    ids[b * static_cast<size_t>(longest) + static_cast<size_t>(n[b])] = eos;
+    lengths[b] = n[b] + 1;
+  }
+  const auto src = torch::tensor(ids, torch::kLong).view({static_cast<int64_t>(B), longest});
+  std::vector<size_t> rows(B);  // the sentence of each row of the state
+  for (size_t b = 0; b < B; ++b) rows[b] = b;
+  std::vector<int64_t> prev(B, model.bos_id());
+  auto state = model.start_prefixes(src, torch::tensor(lengths, torch::kLong), visible(rows));
+  const auto device = model.device();
+  while (!rows.empty()) {
+    const auto N = static_cast<int64_t>(rows.size());
+    bool open = false;  // a row may decode this step again (its end of sentence read too early)
+    for (size_t b : rows) open |= read[b] < n[b];
+    std::unique_ptr<SearchState> before = open ? state->clone() : nullptr;
+    TORCH_CHECK(!open || before, "stream_prefix_batch: the model's state cannot be copied");
+    const auto r = model.step(torch::tensor(prev, torch::kLong).to(device), *state, /*want_attention=*/false);
+    auto best = r.logits.argmax(1).to(torch::kCPU, torch::kLong).contiguous();
+    if (r.vocabulary.defined()) best = r.vocabulary.index_select(0, best);
+    const int64_t* token = best.data_ptr<int64_t>();
+    std::vector<int64_t> keep, again;  // keep: the next rows (N + j: again[j]'s state before the step)
+    std::vector<size_t> next_rows;
+    std::vector<int64_t> next_prev;
+    for (int64_t i = 0; i < N; ++i) {
+      const size_t b = rows[static_cast<size_t>(i)];
+      auto& o = out[b];
+      if (token[i] == eos) {
+        if (read[b] == n[b]) continue;  // the end: done
+        ++read[b];                      // READ, then decode this step again
+        keep.push_back(N + static_cast<int64_t>(again.size()));
+        again.push_back(i);
+        next_rows.push_back(b);
+        next_prev.push_back(prev[static_cast<size_t>(i)]);
+        continue;
+      }
+      const auto length = static_cast<int64_t>(o.tokens.size()) + 1;
+      o.tokens.push_back(token[i]);
+      o.delays.push_back(read[b]);
+      if (length >= bound[b]) {
+        o.finished = false;
+        o.capped = options.search.max_length > 0 && length >= options.search.max_length;
+        continue;
+      }
+      if (read[b] < n[b]) ++read[b];  // WRITE, then READ
+      keep.push_back(i);
+      next_rows.push_back(b);
+      next_prev.push_back(token[i]);
+    }
+    if (next_rows.empty()) break;
+    if (!again.empty()) {
+      before->index_select(torch::tensor(again, torch::kLong).to(device));
+      model.merge(*state, *before);
+    }
+    bool same = static_cast<int64_t>(keep.size()) == N;
+    for (size_t i = 0; same && i < keep.size(); ++i) same = keep[i] == static_cast<int64_t>(i);
+    if (!same) state->index_select(torch::tensor(keep, torch::kLong).to(device));
+    rows = std::move(next_rows);
+    prev = std::move(next_prev);
+    model.limit_source(*state, visible(rows));
+  }
+  return out;
+}
+
 int default_wait_k(int decode_wait_k, int train_wait_k, int lookahead) {
   if (decode_wait_k != 0) return decode_wait_k;
   return lookahead == 0 ? train_wait_k : 0;
@@ -289,25 +380,54 @@ std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& token
                                        const std::vector<std::string>& lines, const StreamingOptions& options) {
   std::vector<StreamedLine> results(lines.size());
   const auto encoded = encode_sources(*tokenizers.src, lines, options.max_source_tokens);
+  auto source_of = [&](size_t i) { return std::vector<int64_t>(encoded[i].begin(), encoded[i].end()); };
+  auto finish = [&](size_t i, const StreamedSentence& s) {
+    auto& line = results[i];
+    line.text = tokenizers.tgt->decode(std::vector<int>(s.tokens.begin(), s.tokens.end()));
+    line.delays = s.delays;
+    line.source_tokens = s.source_tokens;
+    line.lagging = average_lagging(s.delays, s.source_tokens);
+    // At the length limit the line may have been cut: its words are then those of what was streamed.
+    const bool cut = static_cast<int>(encoded[i].size()) >= options.max_source_tokens;
+    add_word_delays(tokenizers, lines[i], encoded[i], s, cut, line);
+  };
+  // The work: one sentence at a time, or batches of sentences of like length (blank lines: blank).
+  std::vector<std::vector<size_t>> jobs;
+  const bool batched = options.wait_k > 0 && options.wait_k_policy == WaitKPolicy::prefix && options.incremental &&
+                       model.streams_prefix_batches();
+  std::vector<size_t> order;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!encoded[i].empty()) order.push_back(i);
+  }
+  if (batched) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return encoded[a].size() < encoded[b].size(); });
+    const auto size = static_cast<size_t>(std::max(1, options.batch_size));
+    for (size_t at = 0; at < order.size(); at += size) {
+      jobs.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(at),
+                        order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), at + size)));
+    }
+  } else {
+    for (size_t i : order) jobs.push_back({i});
+  }
   std::atomic<size_t> next{0};
   const int workers = static_cast<int>(std::min<size_t>(resolve_workers(options.workers, model.device().is_cpu()),
-                                                        std::max<size_t>(lines.size(), 1)));
+                                                        std::max<size_t>(jobs.size(), 1)));
   run_workers(workers, std::max(1, at::get_num_threads() / workers), [&](int) {
     try {
-      for (size_t i; (i = next.fetch_add(1)) < lines.size();) {
-        if (encoded[i].empty()) continue;  // blank -> blank
-        const auto s = stream_sentence(model, std::vector<int64_t>(encoded[i].begin(), encoded[i].end()), options);
-        auto& line = results[i];
-        line.text = tokenizers.tgt->decode(std::vector<int>(s.tokens.begin(), s.tokens.end()));
-        line.delays = s.delays;
-        line.source_tokens = s.source_tokens;
-        line.lagging = average_lagging(s.delays, s.source_tokens);
-        // At the length limit the line may have been cut: its words are then those of what was streamed.
-        const bool cut = static_cast<int>(encoded[i].size()) >= options.max_source_tokens;
-        add_word_delays(tokenizers, lines[i], encoded[i], s, cut, line);
+      for (size_t j; (j = next.fetch_add(1)) < jobs.size();) {
+        const auto& job = jobs[j];
+        if (!batched) {
+          finish(job[0], stream_sentence(model, source_of(job[0]), options));
+          continue;
+        }
+        std::vector<std::vector<int64_t>> sources;
+        for (size_t i : job) sources.push_back(source_of(i));
+        const auto streamed = stream_prefix_batch(model, sources, options);
+        for (size_t at = 0; at < job.size(); ++at) finish(job[at], streamed[at]);
       }
     } catch (...) {
-      next = lines.size();
+      next = jobs.size();
       throw;
     }
   });

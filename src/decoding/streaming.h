@@ -49,6 +49,9 @@ struct StreamingOptions {
   int wait_k = 0;        // > 0: the wait-k policy with this k (any attention); 0: the hard head's policy
   WaitKPolicy wait_k_policy = WaitKPolicy::replay;  // (automatic is the caller's to resolve; here it is replay)
   int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
+  // stream_lines: sentences streamed together in one batch where the policy and model allow it
+  // (stream_prefix_batch); a worker then takes a batch at a time.
+  int batch_size = 64;
   int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
   // A model that reads its source a token at a time (StepModel::streams_source: unidirectional)
   // does so; false: every prefix is encoded again, as for a bidirectional model (the reference the
@@ -110,6 +113,15 @@ WaitKPolicy resolve_wait_k_policy(WaitKPolicy chosen, int train_wait_k, bool rea
 // must stop hard (StepResult::attention all zero = nothing to stop at in what was read).
 StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options);
 
+// wait-k's prefix policy (wait_k > 0, WaitKPolicy::prefix, incremental) over sources known whole,
+// decoded together as greedy search decodes a batch, on a model that streams_prefix_batches(): the
+// memory is read whole and each row's steps are limited to what its stream has read; a row whose
+// end of sentence comes before its source is read is taken back to its state before that step.
+// Each sentence's tokens, delays and ends are stream_sentence's (up to float reassociation in the
+// steps, the batch's shape), in one decoder step per row per written token.
+std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::vector<std::vector<int64_t>>& sources,
+                                                  const StreamingOptions& options);
+
 // AL = 1/tau sum_{t=1}^{tau} (g(t) - (t - 1) |x| / |y|), tau = the first t with g(t) = |x| (or
 // |y| if none); 0 for an empty output or source.
 double average_lagging(const std::vector<int64_t>& delays, int64_t source_tokens);
@@ -126,7 +138,8 @@ struct StreamedLine {
   int64_t source_words = 0;     // whitespace words of the source line (as streamed, if truncated)
 };
 
-// stream_sentence over each line (tokenized here), sentences spread over workers.
+// stream_sentence over each line (tokenized here), sentences spread over workers; where
+// stream_prefix_batch can, batches of sentences of like length spread over them.
 std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& tokenizers,
                                        const std::vector<std::string>& lines, const StreamingOptions& options);
 

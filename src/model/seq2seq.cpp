@@ -81,6 +81,10 @@ bool Seq2SeqImpl::joins_running_batches() const {
   return !config_.decoder.self_attention && decoder_->attention().joins_running_batches();
 }
 
+bool Seq2SeqImpl::masks_source_prefixes() const {
+  return streams_source() && joins_running_batches() && global_score_kind(config_.attention.type).has_value();
+}
+
 void check_wait_k_training(const ModelConfig& config, int64_t k) {
   if (k > 0 && !config.source_eos) {
     throw InputError("train.wait_k: needs model.source_eos: true (a stream reads the end of sentence as a token)");

@@ -30,6 +30,7 @@ class CountingStepModel : public StepModel {
     return inner_.start(src, lengths);
   }
   StepResult step(const torch::Tensor& prev, SearchState& state, bool want_attention) override {
+    ++steps;
     return inner_.step(prev, state, want_attention);
   }
   int64_t bos_id() const override { return inner_.bos_id(); }
@@ -47,7 +48,7 @@ class CountingStepModel : public StepModel {
     ++replayed;
     inner_.advance(prev, state);
   }
-  int64_t starts = 0, reads = 0, replayed = 0;
+  int64_t starts = 0, reads = 0, replayed = 0, steps = 0;
 
  private:
   StepModel& inner_;
@@ -471,4 +472,74 @@ TEST_CASE("train.wait_k: each teacher-forced step sees what wait-k's prefix poli
   Seq2Seq model = test::eval_model(local, 20, 20);
   CHECK_THROWS_WITH(model->set_wait_k(2), Catch::StartsWith("train.wait_k: needs an attention that weighs every source "
                                                              "position by the memory's mask"));
+}
+
+TEST_CASE("wait-k prefix policy in batches: every sentence streamed as alone, redone steps and cuts included",
+          "[streaming]") {
+  // stream_prefix_batch reads the memory whole and masks each row to what its stream has read; a
+  // row whose end of sentence comes early is taken back to its state before the step (merge). The
+  // batch's sentences differ in length, so rows read, redo, finish and are cut at different steps.
+  std::vector<StreamModelCase> models = global_attention_models();
+  StreamModelCase coverage = models.front();
+  coverage.name = "luong_concat with coverage, bridge init";
+  coverage.config.attention.type = "luong_concat";
+  coverage.config.attention.coverage = true;
+  coverage.config.decoder.init = DecoderInit::bridge;
+  models.push_back(coverage);
+  for (const auto& m : models) {
+    INFO(m.name);
+    torch::manual_seed(23);
+    Seq2Seq model = model_writing_early(m.config);
+    std::vector<std::vector<int64_t>> sources;
+    for (int64_t n : {1, 6, 3, 9, 2, 7, 4, 9}) {
+      auto ids = torch::randint(4, 20, {n}, torch::kLong);
+      sources.emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + n);
+    }
+    int64_t redone = 0, cut = 0, early = 0;
+    // (eos's bias, decode.max_length): eos unlikely, outputs cut at 4; then eos about as likely as
+    // the rest (an untrained model's logits are close), so that ends come early in some steps
+    const std::vector<std::pair<double, int>> rounds = {{-2.0, 0}, {-2.0, 4}, {0.0, 0}, {0.02, 0}, {0.05, 4}, {0.1, 0}};
+    for (const auto& [eos_bias, max_length] : rounds) {
+      {
+        torch::NoGradGuard no_grad;
+        model->output_bias()[Tokenizer::kEos].fill_(eos_bias);
+      }
+      Seq2SeqStepModel step_model(model);  // (its products copy the weights)
+      REQUIRE(step_model.streams_prefix_batches());
+      for (int k : {1, 2, 3, 12}) {
+        INFO("wait-" << k << ", eos bias " << eos_bias << ", max_length " << max_length);
+        StreamingOptions options;
+        options.search.beam_size = 1;
+        options.search.max_length_ratio = 1.5;
+        options.search.max_length = max_length;
+        options.wait_k = k;
+        options.wait_k_policy = WaitKPolicy::prefix;
+        const auto batch = stream_prefix_batch(step_model, sources, options);
+        REQUIRE(batch.size() == sources.size());
+        for (size_t b = 0; b < sources.size(); ++b) {
+          INFO("sentence " << b);
+          CountingStepModel counted(step_model);
+          const auto alone = stream_sentence(counted, sources[b], options);
+          CHECK(batch[b].tokens == alone.tokens);
+          CHECK(batch[b].delays == alone.delays);
+          CHECK(batch[b].finished == alone.finished);
+          CHECK(batch[b].capped == alone.capped);
+          CHECK(batch[b].source_tokens == alone.source_tokens);
+          cut += !alone.finished;
+          // a step per token written and one for the end; more: ends of sentence read too early
+          redone += counted.steps - static_cast<int64_t>(alone.tokens.size()) - (alone.finished ? 1 : 0);
+          for (auto d : alone.delays) early += d < static_cast<int64_t>(sources[b].size());
+        }
+      }
+    }
+    INFO("redone " << redone << ", cut " << cut << ", early " << early);
+    CHECK(redone > 0);  // steps decoded again after an early end of sentence,
+    CHECK(cut > 0);     // outputs cut at the maximum length,
+    CHECK(early > 0);   // and tokens written before the end
+  }
+  // A model whose attention does not weigh by the mask alone streams one sentence at a time.
+  auto hard = unidirectional_models().back().config;
+  REQUIRE(hard.attention.type == "chunkwise");
+  Seq2SeqStepModel hard_model(test::eval_model(hard, 20, 20));
+  CHECK_FALSE(hard_model.streams_prefix_batches());
 }
