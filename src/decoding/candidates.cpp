@@ -108,6 +108,55 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima(
   return row;
 }
 
+// block_maxima and the row's sum of exponentials in one pass: each block's exponentials are summed
+// against the largest maximum so far, and the sums rescaled when a block raises it (the online
+// normaliser of Milakov & Gimelshein, 2018). The row is read once, where block_maxima then
+// sum_exp read it twice (the second time from L1, but the first pass's wait on memory is not
+// hidden behind the exponentials). Returns the row's maximum; *sum: sum_v exp(r[v] - maximum)
+// (undefined where the maximum is not finite: log_normalizer_with_max's cases).
+__attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima_sum_exp(const float* __restrict r,
+                                                                                       int64_t V,
+                                                                                       float* __restrict block_max,
+                                                                                       float* sum) {
+  float row = kNegInfF;
+  float lanes[kLanes] = {};  // exp(x - row) summed per lane
+  float tail = 0.0f;         // the last, partial block's
+  for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {
+    const int64_t n = std::min(kBlock, V - b0);
+    float m = kNegInfF;
+    if (n == kBlock) {
+      float maxima[kLanes];
+      std::fill(maxima, maxima + kLanes, kNegInfF);
+      for (int64_t i = 0; i < kBlock; i += kLanes) {
+        for (int64_t j = 0; j < kLanes; ++j) maxima[j] = r[b0 + i + j] > maxima[j] ? r[b0 + i + j] : maxima[j];
+      }
+      for (int64_t j = 0; j < kLanes; ++j) m = maxima[j] > m ? maxima[j] : m;
+    } else {
+      for (int64_t i = 0; i < n; ++i) m = r[b0 + i] > m ? r[b0 + i] : m;
+    }
+    block_max[b] = m;
+    if (m > row) {
+      if (row > kNegInfF) {
+        const float scale = fast_exp(row - m);
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] *= scale;
+      }
+      row = m;
+    }
+    if (!(row > kNegInfF) || std::isinf(row)) continue;  // nothing finite yet, or +inf: no sum
+    if (n == kBlock) {
+      for (int64_t i = 0; i < kBlock; i += kLanes) {
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += fast_exp(r[b0 + i + j] - row);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) tail += fast_exp(r[b0 + i] - row);
+    }
+  }
+  float total = tail;
+  for (int64_t j = 0; j < kLanes; ++j) total += lanes[j];
+  *sum = total;
+  return row;
+}
+
 // Which of a block's n <= 64 logits exceed t (bit i: x[i] > t). The top-k scan offers only those:
 // in a row's first blocks nearly every block's maximum passes the C-th best, and offering its 64
 // values one by one was most of the scan's time. NaN never passes (nor would it be offered).
@@ -225,8 +274,15 @@ Candidates best_candidates(const torch::Tensor& logits, const std::vector<double
           continue;
         }
         const float* r = p + row * V;
-        const float m = block_maxima(r, V, block_max.data());
-        const double offset = base[row] - (log_probs ? 0.0 : log_normalizer_with_max(r, V, m));
+        double log_z = 0.0;
+        if (log_probs) {
+          block_maxima(r, V, block_max.data());
+        } else {
+          float sum = 0.0f;
+          const float m = block_maxima_sum_exp(r, V, block_max.data(), &sum);
+          log_z = !(m > kNegInfF) || std::isinf(m) ? m : static_cast<double>(m) + std::log(static_cast<double>(sum));
+        }
+        const double offset = base[row] - log_z;
         for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {
           if (top.full() && !(static_cast<double>(block_max[static_cast<size_t>(b)]) + offset > top.threshold())) continue;
           const int64_t n = std::min(kBlock, V - b0);

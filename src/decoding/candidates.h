@@ -6,9 +6,10 @@
 // topk over each sentence's [K * V] (a copy of every value and index, then a partial sort), a
 // large share of a beam search's operator time (docs/performance.md, "Beam candidates from the
 // logits"). Here, on the CPU in float: one pass per row for the maximum of each block of 64
-// logits (and so the row's), one for the sum of exp (log Z), then each block is compared, by its
+// logits and the sum of exp (log Z), summed against the largest block maximum so far and rescaled
+// when a block raises it, then each block is compared, by its
 // maximum, against the C-th best so far and looked inside only when it could enter (the row is
-// not read a third time); inside, one comparison per 16 or 8 logits (AVX-512, AVX2) finds those
+// not read again); inside, one comparison per 16 or 8 logits (AVX-512, AVX2) finds those
 // above it, and only they are offered. A beam whose running score is already below the C-th best
 // is not read at all (log_softmax <= 0). Elsewhere (other devices and types) the tensor
 // expressions run.

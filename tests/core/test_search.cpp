@@ -131,6 +131,22 @@ TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk",
       REQUIRE(skipped.scores[j] == Approx(rs[0][j].item<double>()).margin(1e-5));
     }
   }
+  // The sum of exponentials is kept against the largest maximum so far: a first block of -inf
+  // (nothing to sum yet) and the maximum in the last, partial block (every sum rescaled there).
+  {
+    auto rows = torch::randn({2, 130}) * 3;
+    rows[0].narrow(0, 0, 64).fill_(-std::numeric_limits<float>::infinity());
+    rows[1][129] = 40.0f;
+    auto got = best_candidates(rows, {0.0, -1.0}, 2, 5);
+    auto ref = (rows.to(torch::kDouble).log_softmax(-1) +
+                torch::tensor(std::vector<double>{0.0, -1.0}, torch::kDouble).unsqueeze(1))
+                   .view({1, 260});
+    auto [rs, ri] = ref.topk(5, 1);
+    for (int64_t j = 0; j < 5; ++j) {
+      REQUIRE(got.ids[j] == ri[0][j].item<int64_t>());
+      REQUIRE(got.scores[j] == Approx(rs[0][j].item<double>()).margin(1e-5));
+    }
+  }
   // Fewer candidates than asked (every beam dead but one, V = 2): padded with -inf.
   auto small = best_candidates(torch::zeros({2, 2}), {0.0, -std::numeric_limits<double>::infinity()}, 2, 4);
   REQUIRE(small.scores[1] == Approx(std::log(0.5)));
