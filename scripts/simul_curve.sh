@@ -6,7 +6,9 @@
 # target word), whose output must equal `--beam-size 1`'s (checked). Prints a Markdown table.
 #   scripts/simul_curve.sh MODEL SRC REF [KS]     (default KS "1 3 5 7 9"; SRC, REF may be .gz)
 # ATTNMT (default build/attnmt), THREADS (default 1), POLICIES (default "replay": the wait-k
-# policies, each K run under each; "replay prefix" for both, decoding/streaming.h).
+# policies, each K run under each; "replay prefix" for both, decoding/streaming.h; "head": the hard
+# head's policy of a monotonic, chunkwise or milk model at each of LOOKAHEADS, default "0 1 2", and
+# no wait-k).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: scripts/simul_curve.sh MODEL SRC REF [KS]"
@@ -31,6 +33,10 @@ run() {  # NAME FLAGS...: streaming translation, its stats and its scores
   echo "$name" >> "$work/runs"
 }
 for policy in $policies; do
+  if [ "$policy" = head ]; then
+    for l in ${LOOKAHEADS:-0 1 2}; do run "hard head, lookahead $l" --lookahead "$l"; done
+    continue
+  fi
   label=""
   [ "$policies" = replay ] || label=" ($policy)"
   for k in $ks; do run "wait-$k$label" --wait-k "$k" --wait-k-policy "$policy"; done

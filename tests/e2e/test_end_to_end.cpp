@@ -449,6 +449,16 @@ TEST_CASE("train.wait_k, then translate --streaming --wait-k-policy prefix: a un
                  (dir / "key.en").string());
   REQUIRE(key.status == 0);
   CHECK(out("key.en") == out("flag.en"));
+  // The file's streams decoded in batches (the default) and one at a time: the same words and delays.
+  auto one = run("translate" + model + " --streaming --wait-k 2 --wait-k-policy prefix --batch-size 1 --output " +
+                 (dir / "one.en").string() + " --delays " + (dir / "one.delays").string());
+  auto many = run("translate" + model + " --streaming --wait-k 2 --wait-k-policy prefix --batch-size 7 --output " +
+                  (dir / "many.en").string() + " --delays " + (dir / "many.delays").string());
+  REQUIRE(one.status == 0);
+  REQUIRE(many.status == 0);
+  CHECK(out("one.en") == out("flag.en"));
+  CHECK(out("many.en") == out("flag.en"));
+  CHECK(out("one.delays") == out("many.delays"));
   // Without either: the schedule it was trained with (train.wait_k 2), by the prefix policy (decode.wait_k_policy
   // auto), said once; a policy asked for is taken.
   auto own = run("translate" + model + " --streaming --output " + (dir / "own.en").string());
