@@ -300,6 +300,12 @@ void Seq2SeqStepModel::limit_source(SearchState& state, const std::vector<int64_
   s.memory.mask = torch::arange(s.memory.values.size(1), v.options()).unsqueeze(0).lt(v.unsqueeze(1));
 }
 
+void Seq2SeqStepModel::take_back(SearchState& state, const SearchState& before, const std::vector<int64_t>& rows) {
+  auto& s = static_cast<Seq2SeqSearchState&>(state);
+  const auto& b = static_cast<const Seq2SeqSearchState&>(before);
+  s.state = s.state.with_rows_of(b.state, torch::tensor(rows, torch::kLong).to(device()));
+}
+
 bool Seq2SeqStepModel::merges_states() const {
   return !lexicon_ && model_.model()->joins_running_batches();
 }

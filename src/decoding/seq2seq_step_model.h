@@ -62,6 +62,7 @@ class Seq2SeqStepModel : public StepModel {
   std::unique_ptr<SearchState> start_prefixes(const torch::Tensor& src, const torch::Tensor& lengths,
                                               const std::vector<int64_t>& visible) override;
   void limit_source(SearchState& state, const std::vector<int64_t>& visible) override;
+  void take_back(SearchState& state, const SearchState& before, const std::vector<int64_t>& rows) override;
   // Without a shortlist (each batch's output layer is its own) and on a model whose rows need not
   // be at one step (Seq2SeqImpl::joins_running_batches).
   bool merges_states() const override;

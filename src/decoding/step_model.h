@@ -76,7 +76,7 @@ class StepModel {
   // streams can be decoded together, the memory read whole and each row's steps limited to what
   // its stream has read. A step then attends as after read()s of the same tokens (the memory's
   // masked positions weigh nothing), so the rows' steps equal their one-sentence streams' up to
-  // float reassociation; a row that must decode a step again is taken back with merge().
+  // float reassociation; a row that must decode a step again is taken back (take_back).
   virtual bool streams_prefix_batches() const { return false; }
   // src [B, S] padded ids (eos included), lengths [B]: every source read whole; each row's decoder
   // started from its first visible[b] tokens (restart_decoder after reading those), and its steps
@@ -87,6 +87,11 @@ class StepModel {
   }
   // The source positions each row's next steps attend to: its first visible[n] (n: the state's rows).
   virtual void limit_source(SearchState& state, const std::vector<int64_t>& visible) {
+    throw std::logic_error("streams_prefix_batches() is false");
+  }
+  // Rows `rows` of `state` back to what they are in `before` (its clone() before the last step);
+  // the other rows, and the memory (which a step does not change), stay.
+  virtual void take_back(SearchState& state, const SearchState& before, const std::vector<int64_t>& rows) {
     throw std::logic_error("streams_prefix_batches() is false");
   }
   // Continuous batching (running_search.h): whether the states of batches started apart, now at

@@ -310,7 +310,7 @@ std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::v
     auto best = r.logits.argmax(1).to(torch::kCPU, torch::kLong).contiguous();
     if (r.vocabulary.defined()) best = r.vocabulary.index_select(0, best);
     const int64_t* token = best.data_ptr<int64_t>();
-    std::vector<int64_t> keep, again;  // keep: the next rows (N + j: again[j]'s state before the step)
+    std::vector<int64_t> keep, again;  // the rows that go on; those of them taken back to before the step
     std::vector<size_t> next_rows;
     std::vector<int64_t> next_prev;
     for (int64_t i = 0; i < N; ++i) {
@@ -319,7 +319,7 @@ std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::v
       if (token[i] == eos) {
         if (read[b] == n[b]) continue;  // the end: done
         ++read[b];                      // READ, then decode this step again
-        keep.push_back(N + static_cast<int64_t>(again.size()));
+        keep.push_back(i);
         again.push_back(i);
         next_rows.push_back(b);
         next_prev.push_back(prev[static_cast<size_t>(i)]);
@@ -339,13 +339,8 @@ std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::v
       next_prev.push_back(token[i]);
     }
     if (next_rows.empty()) break;
-    if (!again.empty()) {
-      before->index_select(torch::tensor(again, torch::kLong).to(device));
-      model.merge(*state, *before);
-    }
-    bool same = static_cast<int64_t>(keep.size()) == N;
-    for (size_t i = 0; same && i < keep.size(); ++i) same = keep[i] == static_cast<int64_t>(i);
-    if (!same) state->index_select(torch::tensor(keep, torch::kLong).to(device));
+    if (!again.empty()) model.take_back(*state, *before, again);
+    if (static_cast<int64_t>(keep.size()) != N) state->index_select(torch::tensor(keep, torch::kLong).to(device));
     rows = std::move(next_rows);
     prev = std::move(next_prev);
     model.limit_source(*state, visible(rows));

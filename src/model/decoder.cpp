@@ -30,6 +30,24 @@ DecoderStepState DecoderStepState::index_select(const torch::Tensor& index) cons
   return out;
 }
 
+DecoderStepState DecoderStepState::with_rows_of(const DecoderStepState& from, const torch::Tensor& rows) const {
+  TORCH_CHECK(!past_keys.defined() && !from.past_keys.defined(), "DecoderStepState::with_rows_of: not with self-attention");
+  TORCH_CHECK(rnn.h.size() == from.rnn.h.size() && rnn.c.size() == from.rnn.c.size() &&
+                  feed.defined() == from.feed.defined() && attention.tensors.size() == from.attention.tensors.size(),
+              "DecoderStepState::with_rows_of: states of different decoders");
+  auto take = [&](const torch::Tensor& mine, const torch::Tensor& theirs) {
+    return mine.defined() ? mine.index_copy(0, rows, theirs.index_select(0, rows)) : mine;
+  };
+  DecoderStepState out;
+  for (size_t i = 0; i < rnn.h.size(); ++i) out.rnn.h.push_back(take(rnn.h[i], from.rnn.h[i]));
+  for (size_t i = 0; i < rnn.c.size(); ++i) out.rnn.c.push_back(take(rnn.c[i], from.rnn.c[i]));
+  out.feed = take(feed, from.feed);
+  for (size_t i = 0; i < attention.tensors.size(); ++i) {
+    out.attention.tensors.push_back(take(attention.tensors[i], from.attention.tensors[i]));
+  }
+  return out;
+}
+
 DecoderStepState DecoderStepState::cat(const DecoderStepState& a, const DecoderStepState& b, AttentionState attention) {
   TORCH_CHECK(!a.past_keys.defined() && !b.past_keys.defined(), "DecoderStepState::cat: not with self-attention");
   TORCH_CHECK(a.rnn.h.size() == b.rnn.h.size() && a.rnn.c.size() == b.rnn.c.size() && a.feed.defined() == b.feed.defined(),

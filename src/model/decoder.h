@@ -30,6 +30,9 @@ struct DecoderStepState {
   torch::Tensor past_keys, past_states;
 
   DecoderStepState index_select(const torch::Tensor& index) const;
+  // This state with rows `rows` [R] (int64) taken from `from`, a state of the same rows and
+  // shapes (the same batch a step earlier); not with self-attention's past.
+  DecoderStepState with_rows_of(const DecoderStepState& from, const torch::Tensor& rows) const;
   // b's rows after a's (continuous batching), their attention states already of one memory length
   // (Attention::cat_states); neither with self-attention's past, which is as long as its step.
   static DecoderStepState cat(const DecoderStepState& a, const DecoderStepState& b, AttentionState attention);

@@ -477,7 +477,7 @@ TEST_CASE("train.wait_k: each teacher-forced step sees what wait-k's prefix poli
 TEST_CASE("wait-k prefix policy in batches: every sentence streamed as alone, redone steps and cuts included",
           "[streaming]") {
   // stream_prefix_batch reads the memory whole and masks each row to what its stream has read; a
-  // row whose end of sentence comes early is taken back to its state before the step (merge). The
+  // row whose end of sentence comes early is taken back to its state before the step. The
   // batch's sentences differ in length, so rows read, redo, finish and are cut at different steps.
   std::vector<StreamModelCase> models = global_attention_models();
   StreamModelCase coverage = models.front();
