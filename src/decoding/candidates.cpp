@@ -54,6 +54,27 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float sum_exp(const
 
 double log_normalizer_with_max(const float* row, int64_t V, float m);
 
+// Whether log Z is m + log(sum of exp(x - m)) for a row whose maximum is m: not where m is -inf
+// (every logit -inf) or +inf (one is), where log Z is m itself (as ATen's, no NaN from inf - inf).
+bool sums_exp(float m) { return m > kNegInfF && !std::isinf(m); }
+
+// The maximum of a block of n <= 64 logits (kNegInfF for none above it); inlined into each
+// target's clone of its callers, whose full blocks it vectorises.
+__attribute__((always_inline)) inline float block_max_of(const float* __restrict r, int64_t n) {
+  float m = kNegInfF;
+  if (n == kBlock) {
+    float lanes[kLanes];
+    std::fill(lanes, lanes + kLanes, kNegInfF);
+    for (int64_t i = 0; i < kBlock; i += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) lanes[j] = r[i + j] > lanes[j] ? r[i + j] : lanes[j];
+    }
+    for (int64_t j = 0; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
+  } else {
+    for (int64_t i = 0; i < n; ++i) m = r[i] > m ? r[i] : m;
+  }
+  return m;
+}
+
 double log_normalizer(const float* row, int64_t V) { return log_normalizer_with_max(row, V, max_of(row, V)); }
 
 // The C best (score, id) of one sentence, best first; among equal scores the earlier id first.
@@ -90,18 +111,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima(
                                                                                float* __restrict block_max) {
   float row = kNegInfF;
   for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {
-    const int64_t n = std::min(kBlock, V - b0);
-    float m = kNegInfF;
-    if (n == kBlock) {
-      float lanes[kLanes];
-      std::fill(lanes, lanes + kLanes, kNegInfF);
-      for (int64_t i = 0; i < kBlock; i += kLanes) {
-        for (int64_t j = 0; j < kLanes; ++j) lanes[j] = r[b0 + i + j] > lanes[j] ? r[b0 + i + j] : lanes[j];
-      }
-      for (int64_t j = 0; j < kLanes; ++j) m = lanes[j] > m ? lanes[j] : m;
-    } else {
-      for (int64_t i = 0; i < n; ++i) m = r[b0 + i] > m ? r[b0 + i] : m;
-    }
+    const float m = block_max_of(r + b0, std::min(kBlock, V - b0));
     block_max[b] = m;
     row = m > row ? m : row;
   }
@@ -113,7 +123,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima(
 // normaliser of Milakov & Gimelshein, 2018). The row is read once, where block_maxima then
 // sum_exp read it twice (the second time from L1, but the first pass's wait on memory is not
 // hidden behind the exponentials). Returns the row's maximum; *sum: sum_v exp(r[v] - maximum)
-// (undefined where the maximum is not finite: log_normalizer_with_max's cases).
+// (undefined where !sums_exp(maximum)).
 __attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima_sum_exp(const float* __restrict r,
                                                                                        int64_t V,
                                                                                        float* __restrict block_max,
@@ -123,17 +133,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima_
   float tail = 0.0f;         // the last, partial block's
   for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {
     const int64_t n = std::min(kBlock, V - b0);
-    float m = kNegInfF;
-    if (n == kBlock) {
-      float maxima[kLanes];
-      std::fill(maxima, maxima + kLanes, kNegInfF);
-      for (int64_t i = 0; i < kBlock; i += kLanes) {
-        for (int64_t j = 0; j < kLanes; ++j) maxima[j] = r[b0 + i + j] > maxima[j] ? r[b0 + i + j] : maxima[j];
-      }
-      for (int64_t j = 0; j < kLanes; ++j) m = maxima[j] > m ? maxima[j] : m;
-    } else {
-      for (int64_t i = 0; i < n; ++i) m = r[b0 + i] > m ? r[b0 + i] : m;
-    }
+    const float m = block_max_of(r + b0, n);
     block_max[b] = m;
     if (m > row) {
       if (row > kNegInfF) {
@@ -142,7 +142,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float block_maxima_
       }
       row = m;
     }
-    if (!(row > kNegInfF) || std::isinf(row)) continue;  // nothing finite yet, or +inf: no sum
+    if (!sums_exp(row)) continue;  // nothing finite yet, or +inf: no sum
     if (n == kBlock) {
       for (int64_t i = 0; i < kBlock; i += kLanes) {
         for (int64_t j = 0; j < kLanes; ++j) lanes[j] += fast_exp(r[b0 + i + j] - row);
@@ -212,7 +212,7 @@ float filter_bound(double threshold, double offset) {
 
 // log Z of a row whose maximum m is known.
 double log_normalizer_with_max(const float* row, int64_t V, float m) {
-  if (!(m > kNegInfF) || std::isinf(m)) return m;  // all -inf (or +inf somewhere): as ATen's, no NaN from inf - inf
+  if (!sums_exp(m)) return m;
   return static_cast<double>(m) + std::log(static_cast<double>(sum_exp(row, V, m)));
 }
 
@@ -280,7 +280,7 @@ Candidates best_candidates(const torch::Tensor& logits, const std::vector<double
         } else {
           float sum = 0.0f;
           const float m = block_maxima_sum_exp(r, V, block_max.data(), &sum);
-          log_z = !(m > kNegInfF) || std::isinf(m) ? m : static_cast<double>(m) + std::log(static_cast<double>(sum));
+          log_z = sums_exp(m) ? static_cast<double>(m) + std::log(static_cast<double>(sum)) : m;
         }
         const double offset = base[row] - log_z;
         for (int64_t b0 = 0, b = 0; b0 < V; b0 += kBlock, ++b) {

@@ -255,7 +255,7 @@ void Seq2SeqStepModel::advance(const torch::Tensor& prev_tokens, SearchState& st
 }
 
 bool Seq2SeqStepModel::streams_prefix_batches() const {
-  return streams_source() && merges_states() && model_.model()->masks_source_prefixes();
+  return !lexicon_ && model_.model()->masks_source_prefixes();
 }
 
 std::unique_ptr<SearchState> Seq2SeqStepModel::start_prefixes(const torch::Tensor& src, const torch::Tensor& lengths,

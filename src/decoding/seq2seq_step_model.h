@@ -56,8 +56,8 @@ class Seq2SeqStepModel : public StepModel {
   // model.decoder.init zero and an attention that streams (registry.h: hard, stops in what was read).
   bool keeps_decoder_across_reads() const override;
   void advance(const torch::Tensor& prev_tokens, SearchState& state) override;
-  // A model that streams its source, whose attention weighs the memory by its mask alone (the
-  // global variants: registry.h's global_score) and whose batches merge (merges_states).
+  // Without a shortlist, a model whose source streams, whose attention weighs the memory by its
+  // mask alone and whose rows need not be at one step (Seq2SeqImpl::masks_source_prefixes).
   bool streams_prefix_batches() const override;
   std::unique_ptr<SearchState> start_prefixes(const torch::Tensor& src, const torch::Tensor& lengths,
                                               const std::vector<int64_t>& visible) override;

@@ -111,6 +111,16 @@ TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk",
       }
     }
   }
+  // got: one sentence's C candidates, against log_softmax + base and topk in double over `rows`.
+  auto require_one_sentence = [](const Candidates& got, const torch::Tensor& rows, const std::vector<double>& base,
+                                 int64_t C) {
+    auto ref = (rows.to(torch::kDouble).log_softmax(-1) + torch::tensor(base, torch::kDouble).unsqueeze(1)).view({1, -1});
+    auto [rs, ri] = ref.topk(C, 1);
+    for (int64_t j = 0; j < C; ++j) {
+      REQUIRE(got.ids[j] == ri[0][j].item<int64_t>());
+      REQUIRE(got.scores[j] == Approx(rs[0][j].item<double>()).margin(1e-5));
+    }
+  };
   // Ties: equal scores keep the earlier id (beam k's word v is k * V + v) whichever comparison
   // path the CPU runs (ATTNMT_CPU_ISA), and a beam whose running score is below the C-th best is
   // never read (a NaN there would otherwise stay out anyway; its candidates could not enter).
@@ -121,15 +131,7 @@ TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk",
     for (int64_t j = 0; j < 4; ++j) REQUIRE(ties.ids[j] == 64 + j);
     auto low = torch::randn({3, 200});
     low[2].fill_(std::numeric_limits<float>::quiet_NaN());
-    auto skipped = best_candidates(low, {0.0, -0.1, -1e4}, 3, 6);
-    auto ref = (low.narrow(0, 0, 2).to(torch::kDouble).log_softmax(-1) +
-                torch::tensor(std::vector<double>{0.0, -0.1}, torch::kDouble).unsqueeze(1))
-                   .view({1, 400});
-    auto [rs, ri] = ref.topk(6, 1);
-    for (int64_t j = 0; j < 6; ++j) {
-      REQUIRE(skipped.ids[j] == ri[0][j].item<int64_t>());
-      REQUIRE(skipped.scores[j] == Approx(rs[0][j].item<double>()).margin(1e-5));
-    }
+    require_one_sentence(best_candidates(low, {0.0, -0.1, -1e4}, 3, 6), low.narrow(0, 0, 2), {0.0, -0.1}, 6);
   }
   // The sum of exponentials is kept against the largest maximum so far: a first block of -inf
   // (nothing to sum yet) and the maximum in the last, partial block (every sum rescaled there).
@@ -137,15 +139,7 @@ TEST_CASE("beam candidates and log-normalisers equal log_softmax, add and topk",
     auto rows = torch::randn({2, 130}) * 3;
     rows[0].narrow(0, 0, 64).fill_(-std::numeric_limits<float>::infinity());
     rows[1][129] = 40.0f;
-    auto got = best_candidates(rows, {0.0, -1.0}, 2, 5);
-    auto ref = (rows.to(torch::kDouble).log_softmax(-1) +
-                torch::tensor(std::vector<double>{0.0, -1.0}, torch::kDouble).unsqueeze(1))
-                   .view({1, 260});
-    auto [rs, ri] = ref.topk(5, 1);
-    for (int64_t j = 0; j < 5; ++j) {
-      REQUIRE(got.ids[j] == ri[0][j].item<int64_t>());
-      REQUIRE(got.scores[j] == Approx(rs[0][j].item<double>()).margin(1e-5));
-    }
+    require_one_sentence(best_candidates(rows, {0.0, -1.0}, 2, 5), rows, {0.0, -1.0}, 5);
   }
   // Fewer candidates than asked (every beam dead but one, V = 2): padded with -inf.
   auto small = best_candidates(torch::zeros({2, 2}), {0.0, -std::numeric_limits<double>::infinity()}, 2, 4);

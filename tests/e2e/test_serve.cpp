@@ -99,10 +99,8 @@ struct Reply {
   std::string text, retry_after;
 };
 
-Reply post(int port, const std::string& path, const std::string& body) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(120, 0);
-  auto r = client.Post(path.c_str(), body, "application/json");
+// status 0 when no answer came
+Reply reply_of(const httplib::Result& r) {
   Reply reply;
   if (!r) return reply;
   reply.status = r->status;
@@ -112,27 +110,21 @@ Reply post(int port, const std::string& path, const std::string& body) {
   return reply;
 }
 
+Reply post(int port, const std::string& path, const std::string& body) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(120, 0);
+  return reply_of(client.Post(path.c_str(), body, "application/json"));
+}
+
 Reply put(int port, const std::string& path, const std::string& body) {
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(120, 0);
-  auto r = client.Put(path.c_str(), body, "application/json");
-  Reply reply;
-  if (!r) return reply;
-  reply.status = r->status;
-  reply.text = r->body;
-  reply.body = json::parse(r->body, nullptr, false);
-  return reply;
+  return reply_of(client.Put(path.c_str(), body, "application/json"));
 }
 
 Reply get(int port, const std::string& path) {
   httplib::Client client("127.0.0.1", port);
-  auto r = client.Get(path.c_str());
-  Reply reply;
-  if (!r) return reply;
-  reply.status = r->status;
-  reply.text = r->body;
-  reply.body = json::parse(r->body, nullptr, false);
-  return reply;
+  return reply_of(client.Get(path.c_str()));
 }
 
 fs::path tiny_model(const fs::path& dir) {
@@ -539,12 +531,10 @@ Reply request(int port, const std::string& method, const std::string& path, cons
   httplib::Result r = method == "GET"       ? client.Get(path.c_str(), headers)
                       : method == "OPTIONS" ? client.Options(path.c_str(), headers)
                                             : client.Post(path.c_str(), headers, body, "application/json");
-  Reply reply;
-  if (!r) return reply;
-  reply.status = r->status;
-  reply.text = r->body;
-  reply.body = json::parse(r->body, nullptr, false);
-  for (const auto& [k, v] : r->headers) reply.text += "\n" + k + ": " + v;  // headers after the body
+  Reply reply = reply_of(r);
+  if (r) {
+    for (const auto& [k, v] : r->headers) reply.text += "\n" + k + ": " + v;  // headers after the body
+  }
   return reply;
 }
 
