@@ -72,7 +72,8 @@ class StepModel {
   // reads nothing right of where it stops. Then streaming keeps the decoder across reads; else it
   // restarts it and replays the written tokens.
   virtual bool keeps_decoder_across_reads() const { return false; }
-  // wait-k's prefix policy over sources known whole (a file, streaming.h): whether a batch of
+  // Policies that keep the decoder across reads (wait-k's prefix; the hard head's with
+  // keeps_decoder_across_reads) over sources known whole (a file, streaming.h): whether a batch of
   // streams can be decoded together, the memory read whole and each row's steps limited to what
   // its stream has read. A step then attends as after read()s of the same tokens (the memory's
   // masked positions weigh nothing), so the rows' steps equal their one-sentence streams' up to

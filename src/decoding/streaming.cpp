@@ -262,22 +262,28 @@ StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& s
   return stream.output();
 }
 
-std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::vector<std::vector<int64_t>>& sources,
-                                                  const StreamingOptions& options) {
-  TORCH_CHECK(options.wait_k > 0 && options.wait_k_policy == WaitKPolicy::prefix && options.incremental &&
-                  model.streams_prefix_batches(),
-              "stream_prefix_batch: wait-k's prefix policy on a model that streams batches of prefixes");
+bool streams_in_batches(const StepModel& model, const StreamingOptions& options) {
+  if (!options.incremental || !model.streams_prefix_batches()) return false;
+  return options.wait_k > 0 ? options.wait_k_policy == WaitKPolicy::prefix : model.keeps_decoder_across_reads();
+}
+
+std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<std::vector<int64_t>>& sources,
+                                           const StreamingOptions& options) {
+  TORCH_CHECK(streams_in_batches(model, options),
+              "stream_batch: wait-k's prefix policy, or the hard head's with a decoder kept across reads, on a "
+              "model that streams batches of prefixes");
   torch::InferenceMode inference;
   const size_t B = sources.size();
   std::vector<StreamedSentence> out(B);
   if (B == 0) return out;
   const int64_t k = options.wait_k, eos = model.eos_id();
+  const bool head = k == 0;  // the hard head's policy: reads as its stops say (SentenceStream::run)
   // Per sentence: its length n (without eos), the tokens read, the bound on its output.
   std::vector<int64_t> n(B), read(B), bound(B);
   int64_t longest = 0;
   for (size_t b = 0; b < B; ++b) {
     n[b] = static_cast<int64_t>(sources[b].size());
-    read[b] = std::min(k, n[b]);
+    read[b] = std::min(head ? 1 : k, n[b]);
     bound[b] = max_target_length(n[b] + 1, options.search);
     out[b].source_tokens = n[b];
     longest = std::max(longest, n[b] + 1);
@@ -302,29 +308,41 @@ std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::v
   const auto device = model.device();
   while (!rows.empty()) {
     const auto N = static_cast<int64_t>(rows.size());
-    bool open = false;  // a row may decode this step again (its end of sentence read too early)
+    bool open = false;  // a row may decode this step again (it reads first)
     for (size_t b : rows) open |= read[b] < n[b];
     std::unique_ptr<SearchState> before = open ? state->clone() : nullptr;
-    TORCH_CHECK(!open || before, "stream_prefix_batch: the model's state cannot be copied");
-    const auto r = model.step(torch::tensor(prev, torch::kLong).to(device), *state, /*want_attention=*/false);
+    TORCH_CHECK(!open || before, "stream_batch: the model's state cannot be copied");
+    const auto r = model.step(torch::tensor(prev, torch::kLong).to(device), *state, /*want_attention=*/head);
     auto best = r.logits.argmax(1).to(torch::kCPU, torch::kLong).contiguous();
     if (r.vocabulary.defined()) best = r.vocabulary.index_select(0, best);
     const int64_t* token = best.data_ptr<int64_t>();
+    // The head's stop per row: the last position it attended to, -1 for none.
+    std::vector<int64_t> stop;
+    if (head) {
+      const auto attended = r.attention.reshape({N, -1}).gt(0).to(torch::kCPU);
+      const auto columns = torch::arange(attended.size(1), torch::kLong).unsqueeze(0);
+      const auto last = torch::where(attended, columns, torch::full_like(columns, -1)).amax(1).contiguous();
+      stop.assign(last.data_ptr<int64_t>(), last.data_ptr<int64_t>() + N);
+    }
     std::vector<int64_t> keep, again;  // the rows that go on; those of them taken back to before the step
     std::vector<size_t> next_rows;
     std::vector<int64_t> next_prev;
     for (int64_t i = 0; i < N; ++i) {
       const size_t b = rows[static_cast<size_t>(i)];
       auto& o = out[b];
-      if (token[i] == eos) {
-        if (read[b] == n[b]) continue;  // the end: done
-        ++read[b];                      // READ, then decode this step again
+      // READ, then decode this step again: the end of sentence before the source is read; the
+      // head's stop right of what is read (less the lookahead) or nowhere.
+      const auto at = static_cast<size_t>(i);
+      const bool reads = read[b] < n[b] && (token[i] == eos || (head && (stop[at] < 0 || stop[at] > read[b] - 1 - options.lookahead)));
+      if (reads) {
+        ++read[b];
         keep.push_back(i);
         again.push_back(i);
         next_rows.push_back(b);
-        next_prev.push_back(prev[static_cast<size_t>(i)]);
+        next_prev.push_back(prev[at]);
         continue;
       }
+      if (token[i] == eos) continue;  // the end: done
       const auto length = static_cast<int64_t>(o.tokens.size()) + 1;
       o.tokens.push_back(token[i]);
       o.delays.push_back(read[b]);
@@ -333,7 +351,7 @@ std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::v
         o.capped = options.search.max_length > 0 && length >= options.search.max_length;
         continue;
       }
-      if (read[b] < n[b]) ++read[b];  // WRITE, then READ
+      if (!head && read[b] < n[b]) ++read[b];  // wait-k: WRITE, then READ
       keep.push_back(i);
       next_rows.push_back(b);
       next_prev.push_back(token[i]);
@@ -388,8 +406,7 @@ std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& token
   };
   // The work: one sentence at a time, or batches of sentences of like length (blank lines: blank).
   std::vector<std::vector<size_t>> jobs;
-  const bool batched = options.wait_k > 0 && options.wait_k_policy == WaitKPolicy::prefix && options.incremental &&
-                       model.streams_prefix_batches();
+  const bool batched = streams_in_batches(model, options);
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!encoded[i].empty()) order.push_back(i);
@@ -418,7 +435,7 @@ std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& token
         }
         std::vector<std::vector<int64_t>> sources;
         for (size_t i : job) sources.push_back(source_of(i));
-        const auto streamed = stream_prefix_batch(model, sources, options);
+        const auto streamed = stream_batch(model, sources, options);
         for (size_t at = 0; at < job.size(); ++at) finish(job[at], streamed[at]);
       }
     } catch (...) {

@@ -50,7 +50,7 @@ struct StreamingOptions {
   WaitKPolicy wait_k_policy = WaitKPolicy::replay;  // (automatic is the caller's to resolve; here it is replay)
   int workers = 0;       // sentences decoded at once, a thread each (0 = one per thread on CPU)
   // stream_lines: sentences streamed together in one batch where the policy and model allow it
-  // (stream_prefix_batch); a worker then takes a batch at a time.
+  // (stream_batch); a worker then takes a batch at a time.
   int batch_size = 64;
   int max_source_tokens = 1024;  // longer inputs are truncated (as translate_lines)
   // A model that reads its source a token at a time (StepModel::streams_source: unidirectional)
@@ -113,14 +113,19 @@ WaitKPolicy resolve_wait_k_policy(WaitKPolicy chosen, int train_wait_k, bool rea
 // must stop hard (StepResult::attention all zero = nothing to stop at in what was read).
 StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& source, const StreamingOptions& options);
 
-// wait-k's prefix policy (wait_k > 0, WaitKPolicy::prefix, incremental) over sources known whole,
-// decoded together as greedy search decodes a batch, on a model that streams_prefix_batches(): the
-// memory is read whole and each row's steps are limited to what its stream has read; a row whose
-// end of sentence comes before its source is read is taken back to its state before that step.
-// Each sentence's tokens, delays and ends are stream_sentence's (up to float reassociation in the
-// steps, the batch's shape), in one decoder step per row per written token.
-std::vector<StreamedSentence> stream_prefix_batch(StepModel& model, const std::vector<std::vector<int64_t>>& sources,
-                                                  const StreamingOptions& options);
+// Whether stream_batch can decode these options' streams on this model: wait-k's prefix policy, or
+// the hard head's policy on a model that keeps its decoder across reads, incremental, on a model
+// that streams_prefix_batches().
+bool streams_in_batches(const StepModel& model, const StreamingOptions& options);
+
+// Those policies over sources known whole, decoded together as greedy search decodes a batch: the
+// memory is read whole and each row's steps are limited to what its stream has read; a row that
+// reads before it writes (its end of sentence before its source is read; the head's stop right of
+// what is read) is taken back to its state before that step and decodes it again. Each sentence's
+// tokens, delays and ends are stream_sentence's (up to float reassociation in the steps, the
+// batch's shape), in one decoder step per row per written token or read.
+std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<std::vector<int64_t>>& sources,
+                                           const StreamingOptions& options);
 
 // AL = 1/tau sum_{t=1}^{tau} (g(t) - (t - 1) |x| / |y|), tau = the first t with g(t) = |x| (or
 // |y| if none); 0 for an empty output or source.
@@ -139,7 +144,7 @@ struct StreamedLine {
 };
 
 // stream_sentence over each line (tokenized here), sentences spread over workers; where
-// stream_prefix_batch can, batches of sentences of like length spread over them.
+// stream_batch can, batches of sentences of like length spread over them.
 std::vector<StreamedLine> stream_lines(StepModel& model, const Tokenizers& tokenizers,
                                        const std::vector<std::string>& lines, const StreamingOptions& options);
 

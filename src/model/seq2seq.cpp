@@ -82,7 +82,10 @@ bool Seq2SeqImpl::joins_running_batches() const {
 }
 
 bool Seq2SeqImpl::masks_source_prefixes() const {
-  return streams_source() && joins_running_batches() && global_score_kind(config_.attention.type).has_value();
+  // A global attention weighs positions by the mask alone; a hard head looks for its stop among the
+  // positions the mask lets it see, and its soft weights (MILk, MoChA) reach no further than the stop.
+  return streams_source() && joins_running_batches() &&
+         (global_score_kind(config_.attention.type).has_value() || attention_streams(config_.attention));
 }
 
 void check_wait_k_training(const ModelConfig& config, int64_t k) {

@@ -78,8 +78,8 @@ class Seq2SeqImpl : public torch::nn::Module {
   bool joins_running_batches() const;
   // Whether prefix streams of a batch may read the memory whole, each row's steps masked to what its
   // stream has read (decoding/step_model.h, streams_prefix_batches): a source that streams, an
-  // attention that weighs positions by the memory's mask alone (a global one) and rows that need
-  // not be at one step.
+  // attention that weighs positions by the memory's mask alone (a global one, or a hard head) and
+  // rows that need not be at one step.
   bool masks_source_prefixes() const;
   // Prefix-to-prefix training (config train.wait_k; STACL, Ma et al. 2019, 3.2): with k > 0,
   // hidden_states() lets target step t (1-based) attend to the first g(t) = min(k + t - 1, n) source

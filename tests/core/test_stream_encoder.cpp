@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/registry.h"
 #include "data/tokenizer.h"
 #include "decoding/search.h"
 #include "decoding/seq2seq_step_model.h"
@@ -474,11 +475,12 @@ TEST_CASE("train.wait_k: each teacher-forced step sees what wait-k's prefix poli
                                                              "position by the memory's mask"));
 }
 
-TEST_CASE("wait-k prefix policy in batches: every sentence streamed as alone, redone steps and cuts included",
+TEST_CASE("streams in batches: wait-k's prefix policy and the hard head's, every sentence streamed as alone",
           "[streaming]") {
-  // stream_prefix_batch reads the memory whole and masks each row to what its stream has read; a
-  // row whose end of sentence comes early is taken back to its state before the step. The
-  // batch's sentences differ in length, so rows read, redo, finish and are cut at different steps.
+  // stream_batch reads the memory whole and masks each row to what its stream has read; a row that
+  // reads before it writes (an early end of sentence; a head that stops right of what is read) is
+  // taken back to its state before the step. The batch's sentences differ in length, so rows read,
+  // redo, finish and are cut at different steps.
   std::vector<StreamModelCase> models = global_attention_models();
   StreamModelCase coverage = models.front();
   coverage.name = "luong_concat with coverage, bridge init";
@@ -486,6 +488,18 @@ TEST_CASE("wait-k prefix policy in batches: every sentence streamed as alone, re
   coverage.config.attention.coverage = true;
   coverage.config.decoder.init = DecoderInit::bridge;
   models.push_back(coverage);
+  // Hard heads whose decoder starts from zeros: the head's own policy batches too.
+  for (const auto& m : unidirectional_models()) {
+    if (m.config.attention.type == "chunkwise" && m.config.decoder.init == DecoderInit::zero) {
+      models.push_back(m);
+      StreamModelCase milk = m;
+      milk.name = "milk, zero init";
+      milk.config.attention.type = "milk";
+      models.push_back(milk);
+    }
+    if (m.config.attention.type == "monotonic" && m.config.decoder.init == DecoderInit::zero) models.push_back(m);
+  }
+  REQUIRE(models.size() == 6);
   for (const auto& m : models) {
     INFO(m.name);
     torch::manual_seed(23);
@@ -499,6 +513,10 @@ TEST_CASE("wait-k prefix policy in batches: every sentence streamed as alone, re
     // (eos's bias, decode.max_length): eos unlikely, outputs cut at 4; then eos about as likely as
     // the rest (an untrained model's logits are close), so that ends come early in some steps
     const std::vector<std::pair<double, int>> rounds = {{-2.0, 0}, {-2.0, 4}, {0.0, 0}, {0.02, 0}, {0.05, 4}, {0.1, 0}};
+    const bool hard = attention_streams(m.config.attention);
+    // (wait-k, lookahead): wait-k's prefix policy; with k = 0, the hard head's at each lookahead
+    std::vector<std::pair<int, int>> policies = {{1, 0}, {2, 0}, {3, 0}, {12, 0}};
+    if (hard) policies.insert(policies.end(), {{0, 0}, {0, 1}, {0, 2}});
     for (const auto& [eos_bias, max_length] : rounds) {
       {
         torch::NoGradGuard no_grad;
@@ -506,15 +524,17 @@ TEST_CASE("wait-k prefix policy in batches: every sentence streamed as alone, re
       }
       Seq2SeqStepModel step_model(model);  // (its products copy the weights)
       REQUIRE(step_model.streams_prefix_batches());
-      for (int k : {1, 2, 3, 12}) {
-        INFO("wait-" << k << ", eos bias " << eos_bias << ", max_length " << max_length);
+      for (const auto& [k, lookahead] : policies) {
+        INFO("wait-" << k << ", lookahead " << lookahead << ", eos bias " << eos_bias << ", max_length " << max_length);
         StreamingOptions options;
         options.search.beam_size = 1;
         options.search.max_length_ratio = 1.5;
         options.search.max_length = max_length;
         options.wait_k = k;
+        options.lookahead = lookahead;
         options.wait_k_policy = WaitKPolicy::prefix;
-        const auto batch = stream_prefix_batch(step_model, sources, options);
+        REQUIRE(streams_in_batches(step_model, options));
+        const auto batch = stream_batch(step_model, sources, options);
         REQUIRE(batch.size() == sources.size());
         for (size_t b = 0; b < sources.size(); ++b) {
           INFO("sentence " << b);
@@ -526,20 +546,32 @@ TEST_CASE("wait-k prefix policy in batches: every sentence streamed as alone, re
           CHECK(batch[b].capped == alone.capped);
           CHECK(batch[b].source_tokens == alone.source_tokens);
           cut += !alone.finished;
-          // a step per token written and one for the end; more: ends of sentence read too early
+          // a step per token written and one for the end; more: steps decoded again after a read
           redone += counted.steps - static_cast<int64_t>(alone.tokens.size()) - (alone.finished ? 1 : 0);
           for (auto d : alone.delays) early += d < static_cast<int64_t>(sources[b].size());
         }
       }
     }
     INFO("redone " << redone << ", cut " << cut << ", early " << early);
-    CHECK(redone > 0);  // steps decoded again after an early end of sentence,
+    CHECK(redone > 0);  // steps decoded again after a read,
     CHECK(cut > 0);     // outputs cut at the maximum length,
     CHECK(early > 0);   // and tokens written before the end
   }
-  // A model whose attention does not weigh by the mask alone streams one sentence at a time.
-  auto hard = unidirectional_models().back().config;
-  REQUIRE(hard.attention.type == "chunkwise");
-  Seq2SeqStepModel hard_model(test::eval_model(hard, 20, 20));
-  CHECK_FALSE(hard_model.streams_prefix_batches());
+  // A hard head whose decoder starts from the source restarts after each read: its own policy
+  // streams one sentence at a time (wait-k's prefix policy still batches); an attention whose
+  // memory is prepared again per read (area) does not batch at all.
+  for (const auto& m : unidirectional_models()) {
+    if (m.config.attention.type == "chunkwise" && m.config.decoder.init == DecoderInit::bridge) {
+      Seq2SeqStepModel bridge(test::eval_model(m.config, 20, 20));
+      StreamingOptions options;
+      CHECK_FALSE(streams_in_batches(bridge, options));
+      options.wait_k = 3;
+      options.wait_k_policy = WaitKPolicy::prefix;
+      CHECK(streams_in_batches(bridge, options));
+    }
+    if (m.config.attention.type == "area") {
+      Seq2SeqStepModel area(test::eval_model(m.config, 20, 20));
+      CHECK_FALSE(area.streams_prefix_batches());
+    }
+  }
 }
