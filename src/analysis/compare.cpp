@@ -173,6 +173,47 @@ struct Bench {
   std::string self;
 };
 
+// compare --streaming: the test set streamed by the model's own policy in a child `translate
+// --streaming` (the config's decode.*), its BLEU and chrF, and SimulEval's latency in words from
+// the child's --stats. A model the child refuses to stream (exit 2: no hard head, no wait-k) keeps
+// its figures missing.
+void stream_test_set(const Run& run, const Bench& b, const std::string& save_dir,
+                     const std::vector<std::string>& decode_settings, VariantRow* row) {
+  const auto stem = run.file_stem();
+  const auto hyp_path = (b.out_dir / "hyp" / (stem + ".streamed.txt")).string();
+  const auto stats_path = (b.out_dir / "logs" / (stem + ".streamed.json")).string();
+  const auto log_path = (b.out_dir / "logs" / (stem + ".streamed.log")).string();
+  std::vector<std::string> argv = {b.self,     "translate", "--model",     save_dir,   "--input",
+                                   b.test.src, "--output",  hyp_path,      "--stats",  stats_path,
+                                   "--streaming", "--reference", b.test.tgt, "--progress", "never"};
+  for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
+  if (b.options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(b.options.threads)});
+  spdlog::info("[compare] {}: streaming {} sentences", run.label(), b.test_text.src.size());
+  const auto streamed = run_child(argv, log_path);
+  if (streamed.exit_code == 2) {
+    spdlog::warn("[compare] {}: not streamed: {}", run.label(), last_line(log_path));
+    return;
+  }
+  if (streamed.exit_code != 0) {
+    throw RuntimeError("streaming with '" + save_dir + "' failed (exit " + std::to_string(streamed.exit_code) +
+                       "): " + last_line(log_path));
+  }
+  const auto stats = nlohmann::json::parse(read_file(stats_path), nullptr, false);
+  const auto words = stats.is_object() ? stats.value("latency", nlohmann::json::object()).value("words", nlohmann::json::object())
+                                       : nlohmann::json::object();
+  if (!words.is_object() || !words.contains("LAAL")) {
+    throw RuntimeError("streaming with '" + save_dir + "': no latency in words in '" + stats_path + "'");
+  }
+  const auto hyps = read_lines(hyp_path);
+  row->stream_bleu = corpus_bleu(hyps, b.test_text.tgt).score;
+  row->stream_chrf = corpus_chrf(hyps, b.test_text.tgt).score;
+  row->stream_al = words.value("AL", kMissing);
+  row->stream_laal = words.value("LAAL", kMissing);
+  row->stream_ap = words.value("AP", kMissing);
+  row->stream_dal = words.value("DAL", kMissing);
+  spdlog::info("[compare] {}: streamed BLEU {:.2f}, LAAL {:.2f} words", run.label(), row->stream_bleu, row->stream_laal);
+}
+
 // Trains `run` when asked and missing, decodes the test set in a child process and measures
 // everything on its model. `hyps` receives the test output; heatmaps only with `samples`.
 VariantReport evaluate_run(const Run& run, const Bench& b, bool samples, std::vector<std::string>* hyps,
@@ -239,6 +280,8 @@ VariantReport evaluate_run(const Run& run, const Bench& b, bool samples, std::ve
   *hyps = read_lines(hyp_path);
   row.bleu = corpus_bleu(*hyps, b.test_text.tgt).score;
   row.chrf = corpus_chrf(*hyps, b.test_text.tgt).score;
+
+  if (options.streaming) stream_test_set(run, b, save_dir, decode_settings, &row);
 
   // 3. in this process: the model's size, perplexity, attention
   auto loaded = load_model(save_dir, "", "", decode_settings);
@@ -308,12 +351,15 @@ VariantReport merge_seeds(std::vector<VariantReport> runs, const std::vector<Run
   auto& row = merged.row;
   for (size_t k = 0; k < rows.size(); ++k) {
     const auto& r = rows[k];
-    row.seeds.push_back({seeds[k].seed, seeds[k].config.train.save_dir, r.bleu, r.chrf, r.valid_ppl, r.aer});
+    row.seeds.push_back(
+        {seeds[k].seed, seeds[k].config.train.save_dir, r.bleu, r.chrf, r.valid_ppl, r.aer, r.stream_bleu, r.stream_laal});
   }
   for (auto member : {&VariantRow::bleu, &VariantRow::chrf, &VariantRow::valid_ppl, &VariantRow::aer,
                       &VariantRow::precision, &VariantRow::recall, &VariantRow::train_tokens_per_sec,
                       &VariantRow::decode_sentences_per_sec, &VariantRow::decode_seconds,
-                      &VariantRow::decode_process_seconds, &VariantRow::train_minutes}) {
+                      &VariantRow::decode_process_seconds, &VariantRow::train_minutes, &VariantRow::stream_bleu,
+                      &VariantRow::stream_chrf, &VariantRow::stream_al, &VariantRow::stream_laal,
+                      &VariantRow::stream_ap, &VariantRow::stream_dal}) {
     row.*member = mean_of(values(member));
   }
   const auto rss = values(&VariantRow::peak_rss_mib);
@@ -430,6 +476,7 @@ CompareReport compare(const CompareOptions& options) {
   report.test_sentences = test_text.src.size();
   report.created = now_text();
   report.seeds = options.seeds.size();
+  report.streaming = options.streaming;
   const size_t samples = std::min(static_cast<size_t>(options.samples), test_text.src.size());
   report.sample_sources.assign(test_text.src.begin(), test_text.src.begin() + samples);
   report.sample_references.assign(test_text.tgt.begin(), test_text.tgt.begin() + samples);

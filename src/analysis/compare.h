@@ -7,6 +7,7 @@
 //   2. translate the test set in a child `attnmt translate` with the config's decode.* (beam
 //      included): decode sentences/s = sentences / search time (the child's own clock, model
 //      loading excluded); peak RSS = the child's own (util/process.h);
+//      with streaming, the test set streamed too (translate --streaming) and its latency;
 //   3. BLEU and chrF of that output; valid perplexity on data.valid; the attention of the first
 //      `samples` test sentences (heatmaps); with gold alignments, AER of force-decoded
 //      references (one link per target word at the attention argmax).
@@ -38,6 +39,9 @@ struct CompareOptions {
   // a study at another budget (--set) next to the configs' own runs.
   std::string save_root;
   int threads = -1;        // -1: each config's own `threads`
+  // Also stream the test set by each model's own policy (translate --streaming): streamed BLEU and
+  // chrF, AL/LAAL/AP/DAL in words, and the quality-latency chart.
+  bool streaming = false;
 };
 
 // Runs the comparison and writes the report files; InputError / RuntimeError on failure.

@@ -1,6 +1,6 @@
 // attnmt compare CONFIG.yaml... [--train-missing] [--test-src F --test-tgt F]
 //                [--align-gold-src F [--align-gold-tgt F] --align-gold F] [--report DIR] [--samples N] [--baseline NAME]
-//                [--seeds N|LIST] [--save-root DIR]
+//                [--seeds N|LIST] [--save-root DIR] [--streaming]
 // One row per config (analysis/compare.h); the table on stdout, the report files in DIR.
 #include <cstdio>
 #include <string>
@@ -37,6 +37,9 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global) {
                   "Keep each config's models in DIR/<name> (DIR/<name>/seed<N>) instead of its train.save_dir");
   cmd->add_option("--set", o->overrides, "Override a key in every config: --set train.max_steps=100 (repeatable)")
       ->take_all();
+  cmd->add_flag("--streaming", o->streaming,
+                "Also stream the test set by each model's own policy (wait-k, the hard head's): streamed BLEU/chrF, "
+                "AL/LAAL/AP/DAL in words, a quality-latency chart");
   cmd->add_option("--threads", o->threads, "Threads for training and decoding (default: each config's 'threads')");
   cmd->callback([o, seeds, &global] {
     setup_logging(global.debug);

@@ -79,6 +79,18 @@ std::vector<Column> columns(const CompareReport& report) {
                  },
                  [](const VariantRow& r) { return 100 * r.aer; }});
   }
+  if (report.streaming) {
+    auto figure = [&](const char* key, const char* header, double VariantRow::*member, int decimals) {
+      c.push_back({key, header, [member, decimals](const VariantRow& r) { return fixed(r.*member, decimals); },
+                   [member](const VariantRow& r) { return r.*member; }});
+    };
+    figure("stream_bleu", "stream BLEU", &VariantRow::stream_bleu, 2);
+    figure("stream_chrf", "stream chrF", &VariantRow::stream_chrf, 2);
+    figure("al", "AL", &VariantRow::stream_al, 2);
+    figure("laal", "LAAL", &VariantRow::stream_laal, 2);
+    figure("ap", "AP", &VariantRow::stream_ap, 3);
+    figure("dal", "DAL", &VariantRow::stream_dal, 2);
+  }
   c.push_back({"steps", "steps", [](const VariantRow& r) { return grouped(r.steps); },
                [](const VariantRow& r) { return static_cast<double>(r.steps); }});
   c.push_back({"train_minutes", "train min", [](const VariantRow& r) { return fixed(r.train_minutes, 1); },
@@ -119,7 +131,8 @@ struct Series {
 };
 
 std::string line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
-                       const std::vector<Series>& series, bool log_y = false) {
+                       const std::vector<Series>& series, bool log_y = false,
+                       const std::string& empty = "no validation records", bool labelled = false) {
   const double W = 440, H = 280, left = 56, right = 12, top = 28, bottom = 42;
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   auto ty = [&](double y) { return log_y ? std::log10(y) : y; };
@@ -134,7 +147,7 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
     << "\" viewBox=\"0 0 " << W << ' ' << H << "\" font-family=\"DejaVu Sans, Verdana, sans-serif\" font-size=\"11\">"
     << "<text x=\"" << left << "\" y=\"16\" font-weight=\"bold\" font-size=\"12\">" << xml_escape(title) << "</text>";
   if (!std::isfinite(x0)) {
-    o << "<text x=\"" << left << "\" y=\"" << H / 2 << "\" fill=\"#888\">no validation records</text></svg>";
+    o << "<text x=\"" << left << "\" y=\"" << H / 2 << "\" fill=\"#888\">" << xml_escape(empty) << "</text></svg>";
     return o.str();
   }
   if (x1 == x0) x1 = x0 + 1;
@@ -185,8 +198,15 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
     for (const auto& [x, y] : s.points) {
       if (!std::isfinite(x) || !std::isfinite(y) || (log_y && y <= 0)) continue;
       path += (path.empty() ? "M" : " L") + fixed(px(x), 1) + "," + fixed(py(y), 1);
-      o << "<circle cx=\"" << fixed(px(x), 1) << "\" cy=\"" << fixed(py(y), 1) << "\" r=\"2.5\" fill=\"" << s.color
+      o << "<circle cx=\"" << fixed(px(x), 1) << "\" cy=\"" << fixed(py(y), 1) << "\" r=\"" << (labelled ? "4" : "2.5") << "\" fill=\"" << s.color
         << "\"><title>" << xml_escape(s.name) << ": " << fixed(y, 2) << " at " << fixed(x, 1) << "</title></circle>";
+    }
+    if (labelled && !path.empty()) {  // the series' name beside its last point
+      const auto& [x, y] = s.points.back();
+      const bool right_half = px(x) > (left + W - right) / 2;  // names there run leftwards, inside the frame
+      o << "<text x=\"" << fixed(px(x) + (right_half ? -6 : 6), 1) << "\" y=\"" << fixed(py(y) - 5, 1)
+        << "\" fill=\"" << s.color << "\" font-size=\"10\" text-anchor=\"" << (right_half ? "end" : "start") << "\">"
+        << xml_escape(s.name) << "</text>";
     }
     if (!path.empty()) {
       o << "<path d=\"" << path << "\" fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"1.6\"><title>"
@@ -349,7 +369,8 @@ std::string results_csv(const CompareReport& report) {
       "variant,config,attention,decoder_style,parameters,bleu,chrf,bleu_p,chrf_p,valid_ppl,train_tgt_tokens_per_sec,beam_size,"
       "decode_sentences_per_sec,decode_seconds,decode_process_seconds,decode_peak_rss_mib,aer,precision,recall,steps,"
       "train_minutes,seeds,bleu_sd,bleu_min,bleu_max,chrf_sd,chrf_min,chrf_max,valid_ppl_sd,valid_ppl_min,"
-      "valid_ppl_max,aer_sd,aer_min,aer_max\n";
+      "valid_ppl_max,aer_sd,aer_min,aer_max";
+  out += report.streaming ? ",stream_bleu,stream_chrf,al,laal,ap,dal\n" : "\n";
   auto spread = [&](const Spread& s) { return "," + num(s.sd) + "," + num(s.min) + "," + num(s.max); };
   for (const auto& v : report.variants) {
     const auto& r = v.row;
@@ -362,7 +383,12 @@ std::string results_csv(const CompareReport& report) {
            "," + num(r.decode_seconds) + "," + num(r.decode_process_seconds) + "," + num(r.peak_rss_mib) + "," +
            num(r.aer) + "," + num(r.precision) + "," + num(r.recall) + "," + std::to_string(r.steps) + "," +
            num(r.train_minutes) + "," + seeds + spread(r.bleu_spread) + spread(r.chrf_spread) +
-           spread(r.ppl_spread) + spread(r.aer_spread) + "\n";
+           spread(r.ppl_spread) + spread(r.aer_spread);
+    if (report.streaming) {
+      out += "," + num(r.stream_bleu) + "," + num(r.stream_chrf) + "," + num(r.stream_al) + "," + num(r.stream_laal) +
+             "," + num(r.stream_ap) + "," + num(r.stream_dal);
+    }
+    out += "\n";
   }
   return out;
 }
@@ -413,6 +439,11 @@ std::string results_json(const CompareReport& report) {
       }
       return points;
     };
+    if (report.streaming) {
+      row["streaming"] = {{"bleu", number_or_null(r.stream_bleu)}, {"chrf", number_or_null(r.stream_chrf)},
+                          {"AL", number_or_null(r.stream_al)},     {"LAAL", number_or_null(r.stream_laal)},
+                          {"AP", number_or_null(r.stream_ap)},     {"DAL", number_or_null(r.stream_dal)}};
+    }
     row["curve"] = v.curves.empty() ? nlohmann::json::array() : curve_json(v.curves.front());  // the first seed's
     if (!r.seeds.empty()) {
       for (const auto& [key, spread] : {std::pair<const char*, const Spread*>{"bleu", &r.bleu_spread},
@@ -432,6 +463,8 @@ std::string results_json(const CompareReport& report) {
                                 {"chrf", number_or_null(s.chrf)},
                                 {"valid_ppl", number_or_null(s.valid_ppl)},
                                 {"aer", number_or_null(s.aer)},
+                                {"stream_bleu", number_or_null(s.stream_bleu)},
+                                {"stream_laal", number_or_null(s.stream_laal)},
                                 {"curve", k < v.curves.size() ? curve_json(v.curves[k]) : nlohmann::json::array()}});
       }
     }
@@ -513,6 +546,28 @@ std::string results_html(const CompareReport& report) {
     << line_chart("valid perplexity vs wall time", "training minutes", "valid perplexity (log scale)",
                   series(minutes, ppl), true)
     << "\n</div>\n";
+
+  if (report.streaming) {
+    // One point per variant and seed: where the models of several families lie against each other.
+    std::vector<Series> points;
+    for (size_t i = 0; i < report.variants.size(); ++i) {
+      const auto& r = report.variants[i].row;
+      if (r.seeds.empty()) {
+        points.push_back({r.variant, color_of(i), {{r.stream_laal, r.stream_bleu}}});
+        continue;
+      }
+      for (const auto& s : r.seeds) {
+        points.push_back({r.variant + " seed " + std::to_string(s.seed), color_of(i), {{s.stream_laal, s.stream_bleu}}});
+      }
+    }
+    o << "<h2>Quality and latency, streamed</h2>\n<p class=\"meta\">The test set streamed by each model's own policy "
+         "(<code>attnmt translate --streaming</code> with the config's <code>decode.*</code>): BLEU against LAAL in "
+         "source words, as SimulEval computes it; one point per variant and seed, coloured as above; a model without a "
+         "streaming policy has none.</p>\n"
+      << line_chart("streamed BLEU vs LAAL", "LAAL (source words)", "BLEU, streamed", points, false,
+                    "no model streamed", /*labelled=*/true)
+      << "\n";
+  }
 
   if (!report.gold_links.empty()) o << "<h2>Alignment error rate</h2>\n" << aer_bars(report) << "\n";
 

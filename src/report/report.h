@@ -24,6 +24,7 @@ struct SeedResult {
   uint64_t seed = 0;
   std::string save_dir;
   double bleu = kMissing, chrf = kMissing, valid_ppl = kMissing, aer = kMissing;
+  double stream_bleu = kMissing, stream_laal = kMissing;  // compare --streaming
 };
 
 // One row of the table: one config. With several seeds, every figure is the mean over them
@@ -48,6 +49,11 @@ struct VariantRow {
   double aer = kMissing, precision = kMissing, recall = kMissing;  // 0..1, when gold is given
   int64_t steps = 0;                                               // from log.jsonl
   double train_minutes = kMissing;  // from log.jsonl (training wall time, validation included)
+  // compare --streaming: the test set streamed by the model's own policy (`translate --streaming`
+  // with the config's decode.*): BLEU, chrF and SimulEval's latency in words; missing for a model
+  // without a streaming policy.
+  double stream_bleu = kMissing, stream_chrf = kMissing;
+  double stream_al = kMissing, stream_laal = kMissing, stream_ap = kMissing, stream_dal = kMissing;
   std::vector<SeedResult> seeds;    // empty: one run, no --seeds
   Spread bleu_spread, chrf_spread, ppl_spread, aer_spread;
 };
@@ -71,6 +77,7 @@ struct CompareReport {
   std::vector<VariantReport> variants;
   std::string baseline;  // the variant the p-values are against
   size_t seeds = 0;      // runs per config (compare --seeds); 0: one run each, no seed given
+  bool streaming = false;  // compare --streaming: the stream_* figures and the quality-latency chart
   uint64_t significance_seed = 0;  // with seeds: the seed whose outputs the p-values compare
   std::string test_src, test_tgt;  // paths
   size_t test_sentences = 0;

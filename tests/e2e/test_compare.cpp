@@ -218,6 +218,66 @@ TEST_CASE("compare: two tiny configs, trained when missing, every report file", 
   fs::remove_all(dir);
 }
 
+TEST_CASE("compare --streaming: each model streamed by its own policy, latency as translate --streaming gives it",
+          "[compare][e2e][streaming]") {
+  auto dir = temp_dir("compare_streaming");
+  auto config = [&](const std::string& name, const std::string& attention, const std::string& extra_train,
+                    const std::string& decoder_init, bool unidirectional) {
+    std::string c = tiny_config(dir / "runs" / name, 40);
+    auto swap = [&](const std::string& from, const std::string& to) { c.replace(c.find(from), from.size(), to); };
+    if (unidirectional) swap("dropout: 0.0}\n  decoder", "dropout: 0.0, bidirectional: false}\n  decoder");
+    swap("{type: luong_general}", attention);
+    swap("train:\n", "train:\n" + extra_train);
+    if (!decoder_init.empty()) swap("decoder: {hidden_size: 64,", "decoder: {init: " + decoder_init + ", hidden_size: 64,");
+    write(dir / (name + ".yaml"), c);
+    return (dir / (name + ".yaml")).string();
+  };
+  const auto waitk = config("waitk", "{type: luong_general}", "  wait_k: 2\n", "", true);
+  const auto milk = config("milk", "{type: milk, score_bias_init: 1.0}", "", "zero", true);
+  const auto full = config("full", "{type: luong_general}", "", "", false);  // bidirectional: no policy
+  const std::string test = " --test-src " + kData + "/tiny.de --test-tgt " + kData + "/tiny.en";
+  auto r = run("compare " + waitk + " " + milk + " " + full + test + " --report " + (dir / "report").string() +
+               " --samples 1 --threads 1 --train-missing --streaming");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("full: not streamed: ") && Contains("the model's attention must stop hard"));
+  CHECK_THAT(r.output, Contains("LAAL"));
+  const auto json = nlohmann::json::parse(attnmt::read_file((dir / "report" / "results.json").string()));
+  REQUIRE(json["variants"].size() == 3);
+  // Each streamed row equals a translate --streaming of its model with the config's decode.*.
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& v = json["variants"][i];
+    const std::string name = v["variant"];
+    INFO(name);
+    const auto stats = dir / (name + ".stats.json");
+    const auto hyp = dir / (name + ".hyp");
+    const auto alone = run("translate --model " + (dir / "runs" / name).string() + " --input " + kData +
+                           "/tiny.de --output " + hyp.string() + " --streaming --reference " + kData +
+                           "/tiny.en --stats " + stats.string() + " --set decode.beam_size=3 --threads 1");
+    REQUIRE(alone.status == 0);
+    CHECK(attnmt::read_file(hyp.string()) ==
+          attnmt::read_file((dir / "report" / "hyp" / (name + ".streamed.txt")).string()));
+    const auto words = nlohmann::json::parse(attnmt::read_file(stats.string()))["latency"]["words"];
+    for (const char* metric : {"AL", "LAAL", "AP", "DAL"}) {
+      CHECK(v["streaming"][metric].get<double>() == Approx(words[metric].get<double>()).epsilon(1e-12));
+    }
+    const auto scored = run("score --ref " + kData + "/tiny.en --hyp " + hyp.string() + " --json 2>/dev/null");
+    REQUIRE(scored.status == 0);
+    const auto score = nlohmann::json::parse(scored.output);
+    const double bleu = score["bleu"].is_object() ? score["bleu"]["score"].get<double>() : score["bleu"].get<double>();
+    CHECK(v["streaming"]["bleu"].get<double>() == Approx(bleu).margin(1e-9));
+    CHECK(std::isfinite(v["streaming"]["LAAL"].get<double>()));  // (an untrained model may lag below 0)
+  }
+  CHECK(json["variants"][2]["streaming"]["LAAL"].is_null());
+  CHECK_FALSE(fs::exists(dir / "report" / "hyp" / "full.streamed.txt"));
+  const auto csv = attnmt::read_file((dir / "report" / "results.csv").string());
+  CHECK_THAT(csv, Contains(",stream_bleu,stream_chrf,al,laal,ap,dal\n"));
+  const auto html = attnmt::read_file((dir / "report" / "index.html").string());
+  CHECK_THAT(html, Contains("streamed BLEU vs LAAL"));
+  CHECK(occurrences(html, "r=\"4\"") == 2);  // a point for each streamed model
+  fs::remove_all(dir);
+}
+
 TEST_CASE("compare --seeds: every config once per seed, mean and spread, p-values on the first seed",
           "[compare][e2e]") {
   auto dir = temp_dir("compare_seeds");
