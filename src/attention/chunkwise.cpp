@@ -1,5 +1,7 @@
 #include "attention/chunkwise.h"
 
+#include <limits>
+
 namespace attnmt {
 
 namespace {
@@ -15,11 +17,17 @@ torch::Tensor moving_sum(const torch::Tensor& x, int64_t w, bool ending) {
 
 }  // namespace
 
+torch::Tensor reachable_exp(const torch::Tensor& alpha, const torch::Tensor& energies, const torch::Tensor& mask) {
+  const auto reach = mask.logical_and(alpha.flip({1}).cumsum(1).flip({1}).gt(0));  // sum_{j>=k} alpha_j > 0
+  auto u = energies.masked_fill(reach.logical_not(), -std::numeric_limits<double>::infinity());
+  auto top = std::get<0>(u.max(1, /*keepdim=*/true)).detach();  // [B, 1]; -inf for a row with no mass
+  top = top.masked_fill(top.isinf(), 0.0);
+  return torch::exp(u - top);  // exactly 0 where unreachable
+}
+
 torch::Tensor chunkwise_weights(const torch::Tensor& alpha, const torch::Tensor& energies, const torch::Tensor& mask,
                                 int64_t chunk_size) {
-  auto u = energies.masked_fill(mask.logical_not(), -std::numeric_limits<double>::infinity());
-  auto top = std::get<0>(u.max(1, /*keepdim=*/true)).detach();  // [B, 1]; every row has a real position
-  auto e = torch::exp(u - top);                                  // [B, S], exactly 0 on padding
+  auto e = reachable_exp(alpha, energies, mask);  // [B, S]
   auto chunk_sums = moving_sum(e, chunk_size, /*ending=*/true).clamp_min(kTinySum);
   return e * moving_sum(alpha / chunk_sums, chunk_size, /*ending=*/false);
 }

@@ -37,6 +37,13 @@ class ChunkwiseAttention : public MonotonicAttention {
   ScoreFunction chunk_energy_;  // u_{t,k}: its keys U h_k are memory.extra[0]
 };
 
+// exp(u - m) [B, S] for the soft weights of chunkwise.h and milk.h, m the row's largest u over
+// the positions a weight can reach: real ones at or left of the last position alpha [B, S] puts
+// mass on (a weight right of it is 0 whatever its energy). The others are exactly 0, and so is a
+// row whose alpha is all 0. So a hard stop's weights are the same numbers whatever the memory holds
+// right of the stop: a stream that has read up to the stop and the whole sentence agree bit for bit.
+torch::Tensor reachable_exp(const torch::Tensor& alpha, const torch::Tensor& energies, const torch::Tensor& mask);
+
 // beta [B, S] of eq. 13 from alpha [B, S], the chunk energies u [B, S] and mask [B, S] (bool).
 torch::Tensor chunkwise_weights(const torch::Tensor& alpha, const torch::Tensor& energies, const torch::Tensor& mask,
                                 int64_t chunk_size);

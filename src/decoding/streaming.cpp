@@ -277,7 +277,14 @@ std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<s
   std::vector<StreamedSentence> out(B);
   if (B == 0) return out;
   const int64_t k = options.wait_k, eos = model.eos_id();
-  const bool head = k == 0;  // the hard head's policy: reads as its stops say (SentenceStream::run)
+  // The hard head's policy on a decoder kept across reads: a step's result depends on no source
+  // position right of where its head stops (its weights there are 0, and the soft weights' exp is
+  // shifted by the largest energy it can reach: reachable_exp), and its stop is the first position
+  // from the last one with p >= 0.5, whatever is read. So every row attends to its whole source,
+  // one step per token, and the stream's reads follow from the stops: SentenceStream reads until
+  // the stop and the lookahead are read (the whole source when it stops nowhere), and an end of
+  // sentence before then only reads on and gives the end again.
+  const bool head = k == 0;
   // Per sentence: its length n (without eos), the tokens read, the bound on its output.
   std::vector<int64_t> n(B), read(B), bound(B);
   int64_t longest = 0;
@@ -288,10 +295,11 @@ std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<s
     out[b].source_tokens = n[b];
     longest = std::max(longest, n[b] + 1);
   }
-  // What a row attends to: the tokens read, and the end of sentence once they are all.
+  // What a row attends to: the tokens read, and the end of sentence once they are all (the head:
+  // the whole source).
   auto visible = [&](const std::vector<size_t>& rows) {
     std::vector<int64_t> v;
-    for (size_t b : rows) v.push_back(read[b] + (read[b] == n[b] ? 1 : 0));
+    for (size_t b : rows) v.push_back(head ? n[b] + 1 : read[b] + (read[b] == n[b] ? 1 : 0));
     return v;
   };
   std::vector<int64_t> ids(B * static_cast<size_t>(longest), model.pad_id()), lengths(B);
@@ -308,8 +316,8 @@ std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<s
   const auto device = model.device();
   while (!rows.empty()) {
     const auto N = static_cast<int64_t>(rows.size());
-    bool open = false;  // a row may decode this step again (it reads first)
-    for (size_t b : rows) open |= read[b] < n[b];
+    bool open = false;  // a row may decode this step again (wait-k: its end of sentence read too early)
+    for (size_t b : rows) open |= !head && read[b] < n[b];
     std::unique_ptr<SearchState> before = open ? state->clone() : nullptr;
     TORCH_CHECK(!open || before, "stream_batch: the model's state cannot be copied");
     const auto r = model.step(torch::tensor(prev, torch::kLong).to(device), *state, /*want_attention=*/head);
@@ -330,11 +338,12 @@ std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<s
     for (int64_t i = 0; i < N; ++i) {
       const size_t b = rows[static_cast<size_t>(i)];
       auto& o = out[b];
-      // READ, then decode this step again: the end of sentence before the source is read; the
-      // head's stop right of what is read (less the lookahead) or nowhere.
       const auto at = static_cast<size_t>(i);
-      const bool reads = read[b] < n[b] && (token[i] == eos || (head && (stop[at] < 0 || stop[at] > read[b] - 1 - options.lookahead)));
-      if (reads) {
+      if (head && token[i] != eos) {
+        read[b] = stop[at] < 0 ? n[b] : std::max(read[b], std::min(n[b], stop[at] + 1 + options.lookahead));
+      }
+      // wait-k: the end of sentence before the source is read READs, then this step is decoded again.
+      if (!head && token[i] == eos && read[b] < n[b]) {
         ++read[b];
         keep.push_back(i);
         again.push_back(i);
@@ -361,7 +370,7 @@ std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<s
     if (static_cast<int64_t>(keep.size()) != N) state->index_select(torch::tensor(keep, torch::kLong).to(device));
     rows = std::move(next_rows);
     prev = std::move(next_prev);
-    model.limit_source(*state, visible(rows));
+    if (!head) model.limit_source(*state, visible(rows));
   }
   return out;
 }

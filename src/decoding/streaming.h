@@ -118,12 +118,13 @@ StreamedSentence stream_sentence(StepModel& model, const std::vector<int64_t>& s
 // that streams_prefix_batches().
 bool streams_in_batches(const StepModel& model, const StreamingOptions& options);
 
-// Those policies over sources known whole, decoded together as greedy search decodes a batch: the
-// memory is read whole and each row's steps are limited to what its stream has read; a row that
-// reads before it writes (its end of sentence before its source is read; the head's stop right of
-// what is read) is taken back to its state before that step and decodes it again. Each sentence's
-// tokens, delays and ends are stream_sentence's (up to float reassociation in the steps, the
-// batch's shape), in one decoder step per row per written token or read.
+// Those policies over sources known whole, decoded together as greedy search decodes a batch, the
+// memory read whole. wait-k: each row's steps are limited to what its stream has read, and a row
+// whose end of sentence comes before its source is read is taken back to its state before that
+// step and decodes it again. The head: a step depends on nothing right of its stop, so each row
+// attends to its whole source and its reads follow from the stops. Each sentence's tokens, delays
+// and ends are stream_sentence's (up to float reassociation in the steps, the batch's shape), in
+// one decoder step per row per written token (wait-k: and per end of sentence read too early).
 std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<std::vector<int64_t>>& sources,
                                            const StreamingOptions& options);
 

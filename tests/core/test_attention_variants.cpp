@@ -384,6 +384,38 @@ TEST_CASE("milk: hard decoding is a softmax over every state up to the monotonic
   REQUIRE(moves > 0);
 }
 
+TEST_CASE("milk and chunkwise: a hard stop's weights do not depend on the memory right of it (bit for bit)",
+          "[attention][milk][chunkwise]") {
+  // A stream that has read up to the stop and the whole sentence must give the same numbers
+  // (decoding/streaming.h batches the hard head's policy on the whole memory): the soft weights'
+  // exp is shifted by the largest energy the stop can reach, not by the row's.
+  torch::manual_seed(5);
+  const int64_t S = 9;
+  for (const float scale : {1.0f, 40.0f}) {  // energies right of the stop far above those left of it
+    auto u = torch::randn({1, S});
+    u.narrow(1, 5, S - 5).mul_(scale).add_(scale);
+    for (int64_t stop = 0; stop < 5; ++stop) {
+      INFO("stop " << stop << ", scale " << scale);
+      auto alpha = torch::zeros({1, S});
+      alpha[0][stop] = 1;
+      const auto mask = torch::ones({1, S}, torch::kBool);
+      const int64_t read = stop + 1 + stop % 2;  // what a stream has read: the stop, or one more
+      auto cut = [&](const torch::Tensor& t) { return t.narrow(1, 0, read).contiguous(); };
+      const auto whole = milk_weights(alpha, u, mask);
+      REQUIRE(torch::equal(whole.narrow(1, 0, read), milk_weights(cut(alpha), cut(u), cut(mask))));
+      REQUIRE(whole.narrow(1, read, S - read).abs().sum().item<float>() == 0.0f);
+      for (int64_t w : {1, 2, 4}) {
+        const auto chunk = chunkwise_weights(alpha, u, mask, w);
+        REQUIRE(torch::equal(chunk.narrow(1, 0, read), chunkwise_weights(cut(alpha), cut(u), cut(mask), w)));
+      }
+    }
+    // A head that stopped nowhere weighs nothing (no NaN from an empty maximum).
+    const auto none = milk_weights(torch::zeros({1, S}), u, torch::ones({1, S}, torch::kBool));
+    REQUIRE(none.abs().sum().item<float>() == 0.0f);
+    REQUIRE(chunkwise_weights(torch::zeros({1, S}), u, torch::ones({1, S}, torch::kBool), 2).abs().sum().item<float>() == 0.0f);
+  }
+}
+
 TEST_CASE("milk: the latency loss is lambda times DAL of the head's expected delays", "[attention][milk]") {
   SECTION("DAL by hand") {
     // |x| = 4, |y| = 3 (1/gamma = 4/3); delays 2, 1, 4 (and a padded step that must not count):
