@@ -9,7 +9,7 @@ constexpr double kTinyPrefixSum = 1e-30;  // floor of D_j (all its terms underfl
 }  // namespace
 
 torch::Tensor milk_weights(const torch::Tensor& alpha, const torch::Tensor& energies, const torch::Tensor& mask) {
-  auto e = reachable_exp(alpha, energies, mask);             // [B, S]
+  auto e = reachable_exp(alpha, energies, mask);                 // [B, S]
   auto prefix_sums = e.cumsum(1).clamp_min(kTinyPrefixSum);       // D_j
   auto ratio = alpha / prefix_sums;                              // alpha_j / D_j
   auto from_right = ratio.flip({1}).cumsum(1).flip({1});          // sum_{j>=k}
