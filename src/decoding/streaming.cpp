@@ -280,7 +280,7 @@ std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<s
   // The hard head's policy on a decoder kept across reads: a step's result depends on no source
   // position right of where its head stops (its weights there are 0, and the soft weights' exp is
   // shifted by the largest energy it can reach: reachable_exp), and its stop is the first position
-  // from the last one with p >= 0.5, whatever is read. So every row attends to its whole source,
+  // from its previous stop with p >= 0.5, however much is read. So every row attends to its whole source,
   // one step per token, and the stream's reads follow from the stops: SentenceStream reads until
   // the stop and the lookahead are read (the whole source when it stops nowhere), and an end of
   // sentence before then only reads on and gives the end again.
