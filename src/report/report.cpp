@@ -198,8 +198,9 @@ std::string line_chart(const std::string& title, const std::string& x_label, con
     for (const auto& [x, y] : s.points) {
       if (!std::isfinite(x) || !std::isfinite(y) || (log_y && y <= 0)) continue;
       path += (path.empty() ? "M" : " L") + fixed(px(x), 1) + "," + fixed(py(y), 1);
-      o << "<circle cx=\"" << fixed(px(x), 1) << "\" cy=\"" << fixed(py(y), 1) << "\" r=\"" << (labelled ? "4" : "2.5") << "\" fill=\"" << s.color
-        << "\"><title>" << xml_escape(s.name) << ": " << fixed(y, 2) << " at " << fixed(x, 1) << "</title></circle>";
+      o << "<circle cx=\"" << fixed(px(x), 1) << "\" cy=\"" << fixed(py(y), 1) << "\" r=\""
+        << (labelled ? "4" : "2.5") << "\" fill=\"" << s.color << "\"><title>" << xml_escape(s.name) << ": "
+        << fixed(y, 2) << " at " << fixed(x, 1) << "</title></circle>";
     }
     if (labelled && !path.empty()) {  // the series' name beside its last point
       const auto& [x, y] = s.points.back();
