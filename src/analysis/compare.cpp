@@ -173,6 +173,20 @@ struct Bench {
   std::string self;
 };
 
+// A child `attnmt translate` of the test set by the model in `save_dir`, writing `hyp_path` and
+// `--stats stats_path`, with the config's decode.* (its YAML and --set, not the settings stored in
+// the model) and --threads; then `extra` flags.
+std::vector<std::string> translate_argv(const Bench& b, const std::string& save_dir,
+                                        const std::vector<std::string>& decode_settings, const std::string& hyp_path,
+                                        const std::string& stats_path, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = {b.self,     "translate", "--model", save_dir,   "--input",
+                                   b.test.src, "--output",  hyp_path,  "--stats", stats_path};
+  for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
+  if (b.options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(b.options.threads)});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
 // compare --streaming: the test set streamed by the model's own policy in a child `translate
 // --streaming` (the config's decode.*), its BLEU and chrF, and SimulEval's latency in words from
 // the child's --stats. A model the child refuses to stream (exit 2: no hard head, no wait-k) keeps
@@ -183,11 +197,8 @@ void stream_test_set(const Run& run, const Bench& b, const std::string& save_dir
   const auto hyp_path = (b.out_dir / "hyp" / (stem + ".streamed.txt")).string();
   const auto stats_path = (b.out_dir / "logs" / (stem + ".streamed.json")).string();
   const auto log_path = (b.out_dir / "logs" / (stem + ".streamed.log")).string();
-  std::vector<std::string> argv = {b.self,     "translate", "--model",     save_dir,   "--input",
-                                   b.test.src, "--output",  hyp_path,      "--stats",  stats_path,
-                                   "--streaming", "--reference", b.test.tgt, "--progress", "never"};
-  for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
-  if (b.options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(b.options.threads)});
+  const auto argv = translate_argv(b, save_dir, decode_settings, hyp_path, stats_path,
+                                   {"--streaming", "--reference", b.test.tgt, "--progress", "never"});
   spdlog::info("[compare] {}: streaming {} sentences", run.label(), b.test_text.src.size());
   const auto streamed = run_child(argv, log_path);
   if (streamed.exit_code == 2) {
@@ -259,12 +270,8 @@ VariantReport evaluate_run(const Run& run, const Bench& b, bool samples, std::ve
   const auto hyp_path = (b.out_dir / "hyp" / (run.file_stem() + ".txt")).string();
   const auto timing_path = (b.out_dir / "logs" / (run.file_stem() + ".timing.json")).string();
   const auto log_path = (b.out_dir / "logs" / (run.file_stem() + ".translate.log")).string();
-  // The config's decode.* (its YAML and --set), not the settings stored in the model.
   const auto decode_settings = config_settings(run.config, "decode.");
-  std::vector<std::string> argv = {b.self,     "translate", "--model", save_dir,       "--input",
-                                   b.test.src, "--output",  hyp_path,  "--stats", timing_path};
-  for (const auto& s : decode_settings) argv.insert(argv.end(), {"--set", s});
-  if (options.threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(options.threads)});
+  const auto argv = translate_argv(b, save_dir, decode_settings, hyp_path, timing_path);
   spdlog::info("[compare] {}: translating {} sentences", run.label(), b.test_text.src.size());
   phase("translating");
   const auto decoded = run_child(argv, log_path);

@@ -95,14 +95,22 @@ int64_t best_token(const StepResult& r) {
   return r.vocabulary.defined() ? r.vocabulary[column].item<int64_t>() : column;
 }
 
-// The last position the step attended to (its hard stop), or -1 when it attended nowhere.
-int64_t stop_position(const torch::Tensor& attention) {
-  auto row = attention.reshape({-1}).to(torch::kCPU, torch::kFloat).contiguous();
-  const float* w = row.data_ptr<float>();
-  for (int64_t i = row.numel() - 1; i >= 0; --i) {
-    if (w[i] > 0) return i;
+// The stop of each row of a step's attention [N, S] (one sentence's step: N = 1): the last
+// position it attended to, or -1 when it attended nowhere.
+std::vector<int64_t> stop_positions(const torch::Tensor& attention, int64_t N) {
+  const auto weights = attention.reshape({N, -1}).to(torch::kCPU, torch::kFloat).contiguous();
+  const int64_t S = weights.size(1);
+  std::vector<int64_t> stops(static_cast<size_t>(N), -1);
+  for (int64_t i = 0; i < N; ++i) {
+    const float* w = weights.data_ptr<float>() + i * S;
+    for (int64_t j = S - 1; j >= 0; --j) {
+      if (w[j] > 0) {
+        stops[static_cast<size_t>(i)] = j;
+        break;
+      }
+    }
   }
-  return -1;
+  return stops;
 }
 
 // The stream in words: how many source words each source prefix touches and how many words each
@@ -201,7 +209,7 @@ void SentenceStream::run() {
             next_ = Next::write;
           }
         } else {
-          const int64_t stop = stop_position(r.attention);
+          const int64_t stop = stop_positions(r.attention, 1).front();
           if (!src.complete() && (stop < 0 || stop > src.read() - 1 - options_.lookahead || token_ == model_.eos_id())) {
             next_ = Next::read;
             again_ = true;
@@ -324,14 +332,7 @@ std::vector<StreamedSentence> stream_batch(StepModel& model, const std::vector<s
     auto best = r.logits.argmax(1).to(torch::kCPU, torch::kLong).contiguous();
     if (r.vocabulary.defined()) best = r.vocabulary.index_select(0, best);
     const int64_t* token = best.data_ptr<int64_t>();
-    // The head's stop per row: the last position it attended to, -1 for none.
-    std::vector<int64_t> stop;
-    if (head) {
-      const auto attended = r.attention.reshape({N, -1}).gt(0).to(torch::kCPU);
-      const auto columns = torch::arange(attended.size(1), torch::kLong).unsqueeze(0);
-      const auto last = torch::where(attended, columns, torch::full_like(columns, -1)).amax(1).contiguous();
-      stop.assign(last.data_ptr<int64_t>(), last.data_ptr<int64_t>() + N);
-    }
+    const auto stop = head ? stop_positions(r.attention, N) : std::vector<int64_t>();  // the head's, per row
     std::vector<int64_t> keep, again;  // the rows that go on; those of them taken back to before the step
     std::vector<size_t> next_rows;
     std::vector<int64_t> next_prev;
