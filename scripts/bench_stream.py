@@ -7,9 +7,12 @@ alternating too), so that the machine's other load falls on both alike. Python's
 Prints a row per beam size: medians (and p90) of the time to the first word event, of the streamed
 answer's whole time (to its done event) and of the answer not streamed, and their ratio; then the
 time of POST /v1/alternatives (k 5, the served beam) after the first half of each sentence's
-translation, against that of the translation itself."""
+translation, against that of the translation itself. With FLOOR ("BEAM:ENCODER_MS:STEP_MS ...", what
+bench_stream.sh measures by translate --profile), also the mean time to the first word against the
+mean encoder time plus one decoder step."""
 import http.client
 import json
+import os
 import statistics
 import sys
 import time
@@ -68,9 +71,14 @@ def main():
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     beams = [int(b) for b in sys.argv[4:]] or [1, 5]
     lines = [l.rstrip("\n") for l in open(path, encoding="utf-8") if l.strip()][:count]
+    floor = {}
+    for item in os.environ.get("FLOOR", "").split():
+        beam, encoder, step = item.split(":")
+        floor[int(beam)] = (float(encoder), float(step))
     print("| beam | sentences | first word ms (p50 / p90) | streamed total ms (p50 / p90) | not streamed ms (p50 / p90) "
-          "| first word / not streamed (p50) | streamed / not streamed (p50 of the ratios) | no word before done |")
-    print("|---:|---:|---|---|---|---:|---:|---:|")
+          "| first word / not streamed (p50) | streamed / not streamed (p50 of the ratios) | no word before done "
+          "| first word ms (mean) | encoder + one step ms (mean) | first word / (encoder + one step) |")
+    print("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|")
     for beam in beams:
         firsts, totals, plains, ratios, wordless = [], [], [], [], 0
         for i, line in enumerate(lines):
@@ -94,8 +102,15 @@ def main():
             plains.append(p_total * 1000)
             ratios.append(s_total / p_total)
         med = statistics.median
+        mean_first = statistics.mean(firsts)
+        if beam in floor:
+            least = sum(floor[beam])
+            floor_cells = f"{mean_first:.1f} | {least:.1f} ({floor[beam][0]:.1f} + {floor[beam][1]:.2f}) | {mean_first / least:.2f}x"
+        else:
+            floor_cells = f"{mean_first:.1f} | – | –"
         print(f"| {beam} | {len(lines)} | {med(firsts):.1f} / {pct(firsts, 0.9):.1f} | {med(totals):.1f} / {pct(totals, 0.9):.1f} "
-              f"| {med(plains):.1f} / {pct(plains, 0.9):.1f} | {med(firsts) / med(plains):.2f} | {med(ratios):.3f} | {wordless} |")
+              f"| {med(plains):.1f} / {pct(plains, 0.9):.1f} | {med(firsts) / med(plains):.2f} | {med(ratios):.3f} | {wordless} "
+              f"| {floor_cells} |")
     alternatives(port, lines)
 
 

@@ -79,7 +79,8 @@ void AttentionMemory::keep_rows(const std::vector<int64_t>& rows) {
 }
 
 torch::Tensor AttentionMemory::row_mask() const {
-  return group == 1 ? mask : mask.repeat_interleave(group, 0);
+  // One copy (repeat_interleave builds an index and gathers by it, several operators per step).
+  return group == 1 ? mask : mask.unsqueeze(1).expand({mask.size(0), group, mask.size(1)}).reshape({-1, mask.size(1)});
 }
 
 AttentionState AttentionState::index_select(const torch::Tensor& index) const {
@@ -167,8 +168,9 @@ torch::Tensor first_position_alignment(const AttentionMemory& memory) {
   return alpha0;
 }
 
-torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values, int64_t group) {
-  if (inference_products_apply(weights, values)) return inference_weighted_sum(weights, values, group);
+torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values, int64_t group,
+                           const torch::Tensor& mask) {
+  if (inference_products_apply(weights, values)) return inference_weighted_sum(weights, values, group, mask);
   // sum_i [B, S, 1] * [B, S, Dm] -> [B, Dm]. Not bmm: LibTorch's CPU bmm (and its backward)
   // loops over the batch with one small GEMM per sentence, several times slower at these sizes.
   if (group == 1) return (weights.unsqueeze(2) * values).sum(1);

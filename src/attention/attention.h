@@ -112,7 +112,10 @@ torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& m
 torch::Tensor first_position_alignment(const AttentionMemory& memory);
 
 // context [N, Dm] = sum_i weights[n, i] * values[n / group, i, :]; weights [N, S], values
-// [N / group, S, Dm]. When decoding on the CPU, a loop (inference_products.h).
-torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values, int64_t group = 1);
+// [N / group, S, Dm]. When decoding on the CPU, a loop (inference_products.h), which with the
+// memory's mask [N / group, S] skips the positions after a row's last attended one (their weights
+// must be 0, as masked_softmax with that mask makes them).
+torch::Tensor weighted_sum(const torch::Tensor& weights, const torch::Tensor& values, int64_t group = 1,
+                           const torch::Tensor& mask = {});
 
 }  // namespace attnmt

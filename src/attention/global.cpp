@@ -18,15 +18,16 @@ AttentionOutput GlobalAttention::forward(const torch::Tensor& query, const Atten
                                          const AttentionState& state, int64_t /*step*/) {
   const int64_t group = memory.group;  // > 1: one memory row per sentence for its beams
   if (!coverage_) {
-    auto weights = masked_softmax(score_(query, memory.keys, {}, group), memory.row_mask());  // [N, S]
-    return {weighted_sum(weights, memory.values, group), weights, state};
+    // The mask spares the products the padding of a batch of mixed lengths (inference_products.h).
+    auto weights = masked_softmax(score_(query, memory.keys, {}, group, memory.mask), memory.row_mask());  // [N, S]
+    return {weighted_sum(weights, memory.values, group, memory.mask), weights, state};
   }
   const auto& coverage = state.tensors.at(0);  // [N, S]
-  auto weights = masked_softmax(score_(query, memory.keys, coverage, group), memory.row_mask());
+  auto weights = masked_softmax(score_(query, memory.keys, coverage, group, memory.mask), memory.row_mask());
   if (is_training() && coverage_loss_weight_ > 0) {
     coverage_terms_.push_back(torch::minimum(weights, coverage).sum(1));  // [B]
   }
-  return {weighted_sum(weights, memory.values, group), weights, AttentionState{{coverage + weights}}};
+  return {weighted_sum(weights, memory.values, group, memory.mask), weights, AttentionState{{coverage + weights}}};
 }
 
 torch::Tensor GlobalAttention::take_auxiliary_loss(const torch::Tensor& /*sentence_log_likelihood*/,

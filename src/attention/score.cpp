@@ -67,9 +67,9 @@ torch::Tensor ScoreFunction::keys(const torch::Tensor& memory) {
 }
 
 torch::Tensor ScoreFunction::operator()(const torch::Tensor& query, const torch::Tensor& keys,
-                                        const torch::Tensor& coverage, int64_t group) {
+                                        const torch::Tensor& coverage, int64_t group, const torch::Tensor& mask) {
   if (kind_ != ScoreKind::kConcat) {
-    auto e = dot_scores(query, keys, group);
+    auto e = dot_scores(query, keys, group, mask);
     return scale_ == 1.0 ? e : e * scale_;
   }
   auto wq = w_a_(query);                                           // [N, A]
@@ -100,8 +100,9 @@ AttentionMemory ScoredAttention::prepare(const torch::Tensor& memory, const torc
   return m;
 }
 
-torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys, int64_t group) {
-  if (inference_products_apply(query, keys)) return inference_dot_scores(query, keys, group);
+torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys, int64_t group,
+                         const torch::Tensor& mask) {
+  if (inference_products_apply(query, keys)) return inference_dot_scores(query, keys, group, mask);
   // [B, S, D] * [B, 1, D] summed over D. Not bmm: LibTorch's CPU bmm (and its backward) loops
   // over the batch with one small GEMM per sentence, several times slower at these sizes.
   if (group == 1) return (keys * query.unsqueeze(1)).sum(2);

@@ -34,9 +34,10 @@ class ScoreFunction {
   // memory [B, S, Dm] -> keys [B, S, K]; once per batch.
   torch::Tensor keys(const torch::Tensor& memory);
   // query [N, Dq], keys [N / group, S, K] (row n reads keys row n / group: AttentionMemory::group),
-  // coverage [N, S] (only with coverage) -> e_t [N, S], unmasked.
+  // coverage [N, S] (only with coverage) -> e_t [N, S], unmasked. mask (optional, the memory's
+  // [N / group, S]): dot scores after a row's last attended position may be left 0 (to be masked).
   torch::Tensor operator()(const torch::Tensor& query, const torch::Tensor& keys,
-                           const torch::Tensor& coverage = {}, int64_t group = 1);
+                           const torch::Tensor& coverage = {}, int64_t group = 1, const torch::Tensor& mask = {});
 
  private:
   ScoreKind kind_ = ScoreKind::kDot;
@@ -66,8 +67,10 @@ class ScoredAttention : public Attention {
 };
 
 // q_t against keys [N / group, S, D] -> [N, S]: sum_d keys[n / group, i, d] * query[n, d]. When
-// decoding on the CPU, a loop (inference_products.h).
-torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys, int64_t group = 1);
+// decoding on the CPU, a loop (inference_products.h), which with the memory's mask leaves the
+// scores after a row's last attended position 0, for the caller to mask.
+torch::Tensor dot_scores(const torch::Tensor& query, const torch::Tensor& keys, int64_t group = 1,
+                         const torch::Tensor& mask = {});
 
 // Size A of an additive (concat) tanh layer: model.attention.hidden_size, or the query size.
 int64_t additive_hidden_size(int64_t configured, int64_t query_size);

@@ -307,7 +307,14 @@ void write_stats(const TranslateArgs& o, const std::vector<std::vector<Translati
             {"device", step_model.device().str()},
             {"gemm", gemm_description(step_model.device().is_cpu())}, {"shortlist", shortlist},
             {"shortlist_mean_size", first.mean_shortlist_size()}});
-  if (o.profile) j["phases"] = phases_json(seconds);
+  if (o.profile) {
+    j["phases"] = phases_json(seconds);
+    // What the phases' seconds divide by: the encoder's runs (one per batch; a stream's, one per
+    // read), the output layer's (one per decoder step of each model).
+    const auto entries = decode_phase_entries();
+    j["encoder_calls"] = entries[static_cast<size_t>(DecodePhase::kEncoder)];
+    j["decoder_steps"] = entries[static_cast<size_t>(DecodePhase::kOutput)];
+  }
   write_file_atomic(o.stats, j.dump() + "\n");
 }
 
@@ -428,7 +435,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
                   "Write JSON: sentences, target tokens, seconds spent translating (tokenize + search + detokenize; model loading excluded)");
   cmd->add_flag("--profile", o->profile,
                "Split the translating time into phases (tokenize, encoder, attention, recurrent, output, search): "
-               "logged, and in --stats");
+               "logged, and in --stats (with the encoder's calls and the decoder's steps)");
   cmd->add_flag("--streaming", o->streaming,
                "Simultaneous decoding: read the source token by token, write as soon as the monotonic head allows "
                "(model.attention.type " + attention_names_with(&AttentionTraits::streams) +

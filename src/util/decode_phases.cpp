@@ -10,6 +10,7 @@ using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> enabled{false};
 std::array<std::atomic<int64_t>, kDecodePhases> nanoseconds{};
+std::array<std::atomic<int64_t>, kDecodePhases> entries{};
 
 // The phase running on this thread and since when its current stretch runs.
 thread_local int current = -1;
@@ -45,8 +46,15 @@ std::array<double, kDecodePhases> decode_phase_seconds() {
   return out;
 }
 
+std::array<int64_t, kDecodePhases> decode_phase_entries() {
+  std::array<int64_t, kDecodePhases> out{};
+  for (size_t i = 0; i < kDecodePhases; ++i) out[i] = entries[i].load();
+  return out;
+}
+
 void reset_decode_phases() {
   for (auto& n : nanoseconds) n.store(0);
+  for (auto& n : entries) n.store(0);
 }
 
 PhaseScope::PhaseScope(DecodePhase phase) : on_(decode_phases_enabled()) {
@@ -56,6 +64,7 @@ PhaseScope::PhaseScope(DecodePhase phase) : on_(decode_phases_enabled()) {
   outer_ = current;
   current = static_cast<int>(phase);
   since = now;
+  entries[static_cast<size_t>(phase)].fetch_add(1, std::memory_order_relaxed);
 }
 
 PhaseScope::~PhaseScope() {

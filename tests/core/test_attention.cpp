@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -320,6 +321,38 @@ TEST_CASE("decoding's product loops equal the tensor expressions", "[attention]"
       REQUIRE(torch::allclose(inference_dot_scores(strided_query, keys, group),
                               dot_scores(strided_query.contiguous(), keys.index_select(0, rows)), 1e-5, 1e-4));
     }
+  }
+  // With the memory's mask, the padding after each row's last attended position is not read: the
+  // attended scores and every context bit for bit as without the mask (the weights there are 0),
+  // the rest of the scores 0. Padding filled with infinity shows any read of it (0 * inf is NaN).
+  // Rows: a prefix mask, one with a hole (read up to its last true position), one all false (read
+  // whole, as without the mask).
+  for (int64_t group : {int64_t{1}, int64_t{5}}) {
+    INFO("masked, group " << group);
+    const int64_t B = 3, S = 9, D = 37, N = B * group;
+    auto mask = torch::zeros({B, S}, torch::kBool);
+    mask[0].slice(0, 0, 4).fill_(true);
+    mask[1][0] = true;
+    mask[1][6] = true;
+    const std::vector<int64_t> read{4, 7, S};
+    auto keys = torch::randn({B, S, D});
+    for (int64_t b = 0; b < 2; ++b) keys[b].slice(0, read[static_cast<size_t>(b)]).fill_(std::numeric_limits<float>::infinity());
+    auto query = torch::randn({N, D});
+    auto row_mask = mask.unsqueeze(1).expand({B, group, S}).reshape({N, S});
+    torch::InferenceMode inference;
+    auto plain_scores = inference_dot_scores(query, keys, group);
+    auto masked_scores = inference_dot_scores(query, keys, group, mask);
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t r = read[static_cast<size_t>(n / group)];
+      REQUIRE(torch::equal(masked_scores[n].slice(0, 0, r), plain_scores[n].slice(0, 0, r)));
+      REQUIRE(masked_scores[n].slice(0, r).eq(0).all().item<bool>());
+    }
+    // Weights as attention makes them (0 where masked); the all-false row's are drawn.
+    auto weights = masked_softmax(masked_scores, row_mask);
+    weights.slice(0, 2 * group) = torch::rand({group, S});
+    auto zeroed = keys.masked_fill(mask.logical_not().unsqueeze(2), 0.0);
+    zeroed[2] = keys[2];
+    REQUIRE(torch::equal(inference_weighted_sum(weights, keys, group, mask), inference_weighted_sum(weights, zeroed, group)));
   }
   // Where a gradient is wanted, or not in float, the tensor expressions run (autograd sees them).
   auto q = torch::randn({2, 4}, torch::requires_grad());

@@ -141,6 +141,19 @@ TEST_CASE("train overfits 30 pairs, translate with beam search reproduces them",
       // phase that loses time shows as "other" growing.
       CHECK(stats["phases"]["other"].get<double>() <= 0.1 * seconds);
     }
+    // ...and what they divide by: greedy, one sentence per batch: an encoder run per sentence, a
+    // decoder step per output token, the end of sentence included (target_tokens counts it).
+    {
+      const auto greedy = run("translate --model " + best.string() + " --input " + src + " --output " +
+                              (dir / "hyp_greedy.en").string() + " --profile --workers 1 --batch-size 1 --beam-size 1 " +
+                              "--stats " + (dir / "greedy.json").string());
+      INFO(greedy.output);
+      REQUIRE(greedy.status == 0);
+      const auto stats = nlohmann::json::parse(attnmt::read_file((dir / "greedy.json").string()));
+      const auto sentences = stats["sentences"].get<int64_t>(), tokens = stats["target_tokens"].get<int64_t>();
+      CHECK(stats["encoder_calls"].get<int64_t>() == sentences);
+      CHECK(stats["decoder_steps"].get<int64_t>() == tokens);
+    }
     // Quantisation moves the logits a little: a word may change in a line or two (one word of 30
     // short lines moves BLEU by ~1-2, by how the fp32 model came out on this CPU's kernels).
     const auto int8_hyps = attnmt::read_lines((dir / "hyp_int8.en").string());
