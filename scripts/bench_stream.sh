@@ -22,7 +22,7 @@ export OMP_WAIT_POLICY=PASSIVE
 work=$(mktemp -d)
 server=
 trap '[ -n "$server" ] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
-zcat -f "$input" | grep -v '^[[:space:]]*$' | head -n "$sentences" > "$work/input.txt"
+zcat -f "$input" | awk -v n="$sentences" 'NF && kept < n {print; kept++}' > "$work/input.txt"
 beams=("$@")
 [ ${#beams[@]} -gt 0 ] || beams=(1 5)
 floor=""
