@@ -43,15 +43,7 @@ export OMP_WAIT_POLICY=PASSIVE
 work=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 # Mixed lengths: the test set's words as one running text, cut into sentences of 1-60 words.
-zcat -f "$input" | python3 -c '
-import random, sys
-words = sys.stdin.read().split()
-rng = random.Random(85)
-at = 0
-for _ in range(int(sys.argv[1])):
-    n = rng.randint(1, 60)
-    print(" ".join(words[(at + i) % len(words)] for i in range(n)))
-    at += n' "${SENTENCES:-500}" > "$work/input.txt"
+zcat -f "$input" | python3 scripts/mixed_lengths.py "${SENTENCES:-500}" > "$work/input.txt"
 
 # batch throughput, and one sentence at a time
 "$ATTNMT" translate --model "$model" --input "$work/input.txt" --output "$work/batch.txt" --threads "$threads" \

@@ -3,7 +3,7 @@
 // load test's clients do (scripts/load_test.sh), for SECONDS per round; static and continuous
 // batching alternate round by round. Prints per round and mode: sentences/s, p50/p99 latency.
 // What it leaves out (HTTP, JSON) is the same in both modes; what it keeps is what differs.
-// Built on demand: cmake --build build --target bench_batching
+// Built on demand and run by scripts/bench_batching.sh (the load test's sentences); directly:
 //   build/bench_batching MODEL INPUT [CLIENTS=32] [SECONDS=8] [ROUNDS=3] [THREADS=2] [MAX_BATCH=0]
 //       [MODES=static,continuous]
 #include <algorithm>
@@ -24,7 +24,9 @@
 using namespace attnmt;
 using Clock = std::chrono::steady_clock;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s MODEL INPUT [CLIENTS] [SECONDS] [ROUNDS] [THREADS] [MAX_BATCH] [MODES]\n", argv[0]);
     return 2;
@@ -40,6 +42,10 @@ int main(int argc, char** argv) {
   {
     std::ifstream in(argv[2]);
     for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  if (lines.empty()) {
+    std::fprintf(stderr, "bench_batching: no sentences in %s\n", argv[2]);
+    return 2;
   }
   auto loaded = load_model(model_path, "", "");
   configure_compute(threads, loaded.config.gemm);
@@ -85,4 +91,15 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_batching: %s\n", e.what());
+    return 1;
+  }
 }
