@@ -8,11 +8,11 @@
 // Both sums run over real positions (the chunk is cut at the sentence's start). With a one-hot
 // alpha_t (hard decoding, stop at j) beta_t is the softmax of u_t over positions j-w+1..j, 0
 // elsewhere; with alpha_t = 0 (nothing left to stop at) beta_t and c_t are 0. Training and soft
-// decoding use the expected alpha_t, so sum_k beta_{t,k} = sum_j alpha_{t,j} <= 1. The two
-// moving sums are windows over a padded row (exact, O(S w)); exp(u) is taken after subtracting the
-// largest u the stop can reach (reachable_exp). The state is alpha_{t-1} (not beta), as the monotonic head needs; the returned
-// weights are beta. Its hard head reads no state right of where it stops, so it decodes a stream
-// (decoding/streaming.h).
+// decoding use the expected alpha_t, so sum_k beta_{t,k} = sum_j alpha_{t,j} <= 1. The two moving
+// sums are windows over a padded row (exact, O(S w)); exp(u) is taken after subtracting the largest
+// u the stop can reach (reachable_exp). The state is alpha_{t-1} (not beta), as the monotonic head
+// needs; the returned weights are beta. Its hard head reads no state right of where it stops, so it
+// decodes a stream (decoding/streaming.h).
 #pragma once
 #include "attention/monotonic.h"
 #include "attention/score.h"

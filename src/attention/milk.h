@@ -8,10 +8,11 @@
 //   c_t        = sum_k beta_{t,k} h_k
 // Computed in O(S): with D_j = sum_{l<=j} exp(u_{t,l}) (a cumulative sum), beta_{t,k} =
 // exp(u_{t,k}) * sum_{j>=k} alpha_{t,j} / D_j (a cumulative sum from the right); exp(u) after
-// subtracting the largest u the stop can reach (reachable_exp), 0 beyond it. With a one-hot alpha_t (hard decoding, stop at j)
-// beta_t is the softmax of u_t over positions 1..j; with alpha_t = 0 it is 0, and c_t = 0. The
-// state is alpha_{t-1}; the returned weights are beta. Its hard head reads no state right of where
-// it stops, so it decodes a stream (decoding/streaming.h) with every state read so far in reach.
+// subtracting the largest u the stop can reach (reachable_exp), 0 beyond it. With a one-hot alpha_t
+// (hard decoding, stop at j) beta_t is the softmax of u_t over positions 1..j; with alpha_t = 0 it
+// is 0, and c_t = 0. The state is alpha_{t-1}; the returned weights are beta. Its hard head reads
+// no state right of where it stops, so it decodes a stream (decoding/streaming.h) with every state
+// read so far in reach.
 //
 // Latency-augmented training (section 3.3; model.attention.latency_loss = lambda > 0): the loss
 // gains lambda * sum over sentences of DAL (Differentiable Average Lagging, eq. 7-8) of the head's

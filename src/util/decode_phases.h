@@ -26,7 +26,7 @@ bool decode_phases_enabled();
 // Seconds per phase since the last reset.
 std::array<double, kDecodePhases> decode_phase_seconds();
 // Times each phase was entered since the last reset: `output` once per decoder step of each model,
-// `encoder` once per batch encoded (translate --profile divides the phases' times by them).
+// `encoder` once per batch encoded (a stream's: once per read) (translate --profile's stats).
 std::array<int64_t, kDecodePhases> decode_phase_entries();
 void reset_decode_phases();
 
