@@ -66,6 +66,7 @@ struct DecodeOptions {
   std::optional<std::string> search_rules;  // attnmt | opennmt | opennmt3 | joeynmt | fairseq
   std::optional<bool> ban_unk;              // the toolkits' rules: never choose the unknown word
   std::optional<double> unk_penalty;        // fairseq's rules: subtracted from the unknown word's score
+  std::optional<double> word_penalty;       // Marian's rules: subtracted per target token before normalising
 
   // Fill TranslationHypothesis::attention.
   bool return_attention = false;

@@ -60,6 +60,7 @@ const std::map<std::string, Field>& fields() {
         ATTNMT_API_FIELD(seed, "uint64"),            ATTNMT_API_FIELD(mbr, "string"),
         ATTNMT_API_FIELD(mbr_candidates, "int"),     ATTNMT_API_FIELD(search_rules, "string"),
         ATTNMT_API_FIELD(ban_unk, "bool"),           ATTNMT_API_FIELD(unk_penalty, "float"),
+        ATTNMT_API_FIELD(word_penalty, "float"),
     };
     const auto keys = keys_that_may_change(KeyScope::call);
     for (const auto& key : keys) {

@@ -35,7 +35,7 @@ ModelArithmetic model_arithmetic(const ModelConfig& model, int64_t target_vocab,
   // Encoder: per layer and direction, the input projection of all steps in one product (LibTorch's
   // LSTM/GRU on padded input) and one recurrent product per step.
   for (int64_t l = 0; l < enc.layers; ++l) {
-    const int64_t in = l == 0 ? E : M;
+    const int64_t in = l == 0 ? E : (enc.separate_directions && enc.bidirectional ? He : M);
     add("encoder.input_projection", false, B * S, in, Ge, static_cast<double>(dirs), BS);
     add("encoder.recurrent", false, B, He, Ge, static_cast<double>(dirs) * steps_src, Bd);
   }
@@ -67,14 +67,18 @@ ModelArithmetic model_arithmetic(const ModelConfig& model, int64_t target_vocab,
   // Decoder stack: layer 0's static input (target embeddings) for all steps in one product; its
   // dynamic input (input feeding h~, or Bahdanau's context) and every recurrent / upper-layer
   // input product once per step.
+  // The conditional style: RNN_2's input is c_t, and RNN_2 and the transitions add recurrent products.
   const bool luong = dec.style == DecoderStyle::luong;
+  const bool conditional = dec.style == DecoderStyle::conditional;
   const int64_t dynamic = luong ? (dec.input_feeding ? Hd : 0) : M;
+  const int64_t C = dec.combine_size > 0 ? dec.combine_size : Hd;
   add("decoder.embedding_projection", false, B * T, E, Gd, 1, BT);
-  if (dynamic > 0) add("decoder.dynamic_input", false, B, dynamic, Gd, steps_tgt, Bd);
-  add("decoder.recurrent", false, B, Hd, Gd, static_cast<double>(dec.layers) * steps_tgt, Bd);
+  if (dynamic > 0) add(conditional ? "decoder.context_input" : "decoder.dynamic_input", false, B, dynamic, Gd, steps_tgt, Bd);
+  const int64_t recurrent = dec.layers + (conditional ? 1 + dec.transitions : 0);
+  add("decoder.recurrent", false, B, Hd, Gd, static_cast<double>(recurrent) * steps_tgt, Bd);
   if (dec.layers > 1) add("decoder.layer_input", false, B, Hd, Gd, static_cast<double>(dec.layers - 1) * steps_tgt, Bd);
-  add("decoder.combine", false, B, luong ? M + Hd : Hd + M + E, Hd, steps_tgt, Bd);
-  add("decoder.output", false, B * T, Hd, target_vocab, 1, BT);
+  add("decoder.combine", false, B, luong ? M + Hd : Hd + M + E, C, steps_tgt, Bd);
+  add("decoder.output", false, B * T, C, target_vocab, 1, BT);
 
   ModelArithmetic out;
   for (const auto& s : g) {

@@ -4,6 +4,7 @@
 //                  [--packed-weights B] [--gemm auto|onednn|blas] [--attention-out FILE] [--stats FILE]
 //                  [--hard-decode true|false] [--shortlist true|false] [--shortlist-first N] [--shortlist-best N]
 //                  [--search-rules attnmt|opennmt|opennmt3|joeynmt|fairseq] [--ban-unk true|false] [--unk-penalty P]
+//                  [--word-penalty P]
 //                  [--streaming [--lookahead K | --wait-k K] [--delays FILE] [--reference FILE] [--simuleval-dir DIR]]
 #include <algorithm>
 #include <chrono>
@@ -474,7 +475,7 @@ void add_translate_command(CLI::App& app, const GlobalOptions& global) {
             {"decode.min_length"}, {"decode.max_length"}, {"decode.no_repeat_ngram_size"}, {"decode.sampling"},
             {"decode.temperature"}, {"decode.top_k"}, {"decode.top_p"}, {"decode.epsilon"}, {"decode.seed"},
             {"decode.mbr"}, {"decode.mbr_candidates"}, {"decode.search_rules"}, {"decode.ban_unk"},
-            {"decode.unk_penalty"}});
+            {"decode.unk_penalty"}, {"decode.word_penalty"}});
   cmd->callback([o, settings, &global] {
     setup_logging(global.debug);
     run_translate(*o, *settings);

@@ -65,6 +65,10 @@ struct SelfAttentionConfig {
 struct EncoderConfig {
   RnnType rnn = RnnType::lstm;  // lstm | gru
   bool bidirectional = true;  // forward and backward states are concatenated
+  // bidirectional: each direction a stack of its own over its own outputs, concatenated after the
+  // last layer (Marian's enc-type bidirectional); false: concatenated after every layer, the next
+  // layer reading both (PyTorch's, OpenNMT-py's)
+  bool separate_directions = false;
   int layers = 2;
   int hidden_size = 256;      // per direction
   double dropout = 0.3;       // between layers and on the encoder output
@@ -79,7 +83,9 @@ struct EncoderConfig {
 
 struct DecoderConfig {
   RnnType rnn = RnnType::lstm;  // lstm | gru
-  DecoderStyle style = DecoderStyle::luong;  // luong (attention after the RNN step) | bahdanau (before)
+  // luong (attention after the RNN step) | bahdanau (before) | conditional (between two cells,
+  // model/decoder.h)
+  DecoderStyle style = DecoderStyle::luong;
   int layers = 2;
   int hidden_size = 256;
   bool input_feeding = true;    // luong style: feed the previous attentional state h~ to the RNN
@@ -100,11 +106,19 @@ struct DecoderConfig {
   //   tanh_bridge          h0 = c0 = tanh(W f + b), the same for every layer (Joey NMT's bridge)
   //   last                 h0 = c0 = f (its forward half when f is twice the decoder size; Joey NMT)
   //   zero                 h0 = c0 = 0
+  //   mean_bridge          h0 = c0 = tanh(W mean_j(h_j) + b), the encoder's states averaged over the
+  //                        source positions, the same for every layer (Nematus, Marian's s2s)
   DecoderInit init = DecoderInit::bridge;
+  // conditional style: cells after the second, with no input of their own (Marian's
+  // dec-cell-base-depth - 2, the "deep transition" of Miceli Barone et al. 2017)
+  int transitions = 0;
   // The layer that makes the attentional hidden h~ (luong: W_c [c_t; s_t]): with a bias, and
   // through tanh or not (OpenNMT-py's mlp attention has a bias and no tanh; Joey NMT bias and tanh).
   bool combine_bias = false;
   bool combine_tanh = true;
+  // The size of h~ (0 = hidden_size): the output layer's input (Marian's deep output is at its
+  // embedding size).
+  int combine_size = 0;
 };
 
 struct AttentionConfig {
@@ -225,13 +239,19 @@ struct DecodeConfig {
   // fairseq: SequenceGenerator's rules (fairseq-generate): length_penalty is its --lenpen (score =
   // log P / length^lenpen, eos counted), max_length and max_length_ratio its --max-len-b and
   // --max-len-a (at most int(a x source tokens with </s> + b) tokens before the eos), min_length
-  // its --min-len, unk_penalty its --unkpen.
+  // its --min-len, unk_penalty its --unkpen. marian: marian-decoder's BeamSearch (a sentence's beam
+  // shrinks by each hypothesis that ends; the n best of all that ended): length_penalty its
+  // --normalize, word_penalty its --word-penalty, max_length_ratio its --max-length-factor (the
+  // search stops after ratio x source tokens with </s>), ban_unk the opposite of its --allow-unk.
   SearchRules search_rules = SearchRules::attnmt;  // attnmt | opennmt | opennmt3 | joeynmt | fairseq
   // opennmt / opennmt3 / joeynmt rules: the unknown word is never chosen (OpenNMT-py's ban_unk_token, Joey
   // NMT's generate_unk: false).
   bool ban_unk = false;
   // fairseq rules: subtracted from the log-probability of <unk> at every step (fairseq's --unkpen).
   double unk_penalty = 0.0;
+  // marian rules: a hypothesis' score is (log P - word_penalty x length) / length^length_penalty
+  // (marian-decoder's --word-penalty and --normalize, the eos counted in the length).
+  double word_penalty = 0.0;
   // translate --streaming: the wait-k policy (decoding/streaming.h) with this k, unless --wait-k
   // gives one; 0 = the model's own: its train.wait_k where it was trained prefix-to-prefix, else
   // the hard-attention head's policy.

@@ -50,5 +50,7 @@ class ToolkitOptions {
 // (null/~, true/false/True/False/yes/no, integers, floats, else strings; quoted ones stay strings).
 // InputError naming the file (and line) when it cannot be read or parsed.
 OptionValue read_yaml_tree(const std::string& path);
+// The same for YAML text held elsewhere (Marian's model.yml inside its .npz); `where` names it.
+OptionValue read_yaml_text(const std::string& text, const std::string& where);
 
 }  // namespace attnmt

@@ -154,6 +154,10 @@ const BetweenKeys kBetweenKeys[] = {
               ") is the decoder's hidden size or twice it";
      },
      [](const Config&) -> std::string { return "last"; }},
+    {"model.decoder.transitions",
+     [](const Config& c) { return c.model.decoder.transitions > 0 && c.model.decoder.style != DecoderStyle::conditional; },
+     [](const Config&) -> std::string { return "0 unless model.decoder.style is conditional (they follow its second cell)"; },
+     [](const Config& c) { return integer(c.model.decoder.transitions); }},
     // The name itself, the coverage and the dropout rules are the attention registry's (it knows the variants).
     {"model.attention.type", [](const Config& c) { return c.model.attention.type.empty(); },
      [](const Config&) -> std::string { return "set (an attention name)"; },
@@ -217,6 +221,20 @@ const BetweenKeys kBetweenKeys[] = {
      [](const Config& c) { return c.decode.search_rules != SearchRules::fairseq && c.decode.unk_penalty != 0; },
      [](const Config& c) { return "0" + with_rules(c.decode) + " (a rule of fairseq)"; },
      [](const Config& c) { return number(c.decode.unk_penalty); }},
+    {"decode.min_length",
+     [](const Config& c) { return c.decode.search_rules == SearchRules::marian && c.decode.min_length > 0; },
+     [](const Config&) -> std::string { return "0 with decode.search_rules: marian (marian-decoder has no minimum length)"; },
+     [](const Config& c) { return integer(c.decode.min_length); }},
+    {"decode.max_length",
+     [](const Config& c) { return c.decode.search_rules == SearchRules::marian && c.decode.max_length > 0; },
+     [](const Config&) -> std::string {
+       return "0 with decode.search_rules: marian (its limit is decode.max_length_ratio, marian-decoder's --max-length-factor)";
+     },
+     [](const Config& c) { return integer(c.decode.max_length); }},
+    {"decode.word_penalty",
+     [](const Config& c) { return c.decode.search_rules != SearchRules::marian && c.decode.word_penalty != 0; },
+     [](const Config& c) { return "0" + with_rules(c.decode) + " (a rule of marian)"; },
+     [](const Config& c) { return number(c.decode.word_penalty); }},
     {"decode.ban_unk", [](const Config& c) { return c.decode.search_rules == SearchRules::fairseq && c.decode.ban_unk; },
      [](const Config&) -> std::string { return "false with decode.search_rules: fairseq (its --unkpen is decode.unk_penalty)"; },
      yes},
@@ -231,7 +249,7 @@ const BetweenKeys kBetweenKeys[] = {
      [](const Config& c) { return integer(c.decode.max_length); }},
     {"decode.ban_unk", [](const Config& c) { return !toolkit_rules(c.decode) && c.decode.ban_unk; },
      [](const Config&) -> std::string {
-       return "false with decode.search_rules: attnmt (a rule of opennmt, opennmt3 and joeynmt)";
+       return "false with decode.search_rules: attnmt (a rule of opennmt, opennmt3, joeynmt and marian)";
      },
      yes},
     // joeynmt: 0 = Joey NMT's own default (decoding/toolkit_search.h).

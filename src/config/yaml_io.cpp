@@ -636,4 +636,9 @@ OptionValue read_yaml_tree(const std::string& path) {
   return yaml_tree(parse_root(read_config_text(path), source), 0, source);
 }
 
+OptionValue read_yaml_text(const std::string& text, const std::string& where) {
+  const Source source{where, /*has_lines=*/true};
+  return yaml_tree(parse_root(text, source), 0, source);
+}
+
 }  // namespace attnmt

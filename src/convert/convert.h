@@ -1,6 +1,6 @@
-// attnmt convert: models trained by OpenNMT-py (2.x and 3.x checkpoints), Joey NMT (2.x) and
-// fairseq (its lstm architectures) as
-// ordinary attnmt model files (docs/convert.md). Each reader (opennmt.cpp, joeynmt.cpp, fairseq.cpp) maps the
+// attnmt convert: models trained by OpenNMT-py (2.x and 3.x checkpoints), Joey NMT (2.x),
+// fairseq (its lstm architectures) and Marian (its s2s type) as
+// ordinary attnmt model files (docs/convert.md). Each reader (opennmt.cpp, joeynmt.cpp, fairseq.cpp, marian.cpp) maps the
 // toolkit's options and weights onto attnmt's model family (model.decoder.init, combine_bias,
 // combine_tanh, source_eos and encoder.embedding_size cover what differs) and its decoding
 // defaults onto decode.* (decode.search_rules: the toolkit's own beam and greedy rules); the
@@ -21,10 +21,11 @@
 namespace attnmt {
 
 struct ConvertOptions {
-  std::string from;        // opennmt-py | joeynmt | fairseq
+  std::string from;        // opennmt-py | joeynmt | fairseq | marian
   std::string source;      // OpenNMT-py: the .pt (or .safetensors); Joey NMT: the model dir or its config.yaml
   std::string checkpoint;  // Joey NMT: the checkpoint file to take ("" = best.ckpt, else the newest)
   std::string data_dir;    // fairseq: the directory of its dict.SRC.txt / dict.TGT.txt
+  std::vector<std::string> vocabs;  // Marian: its source and target vocabularies (.yml)
   std::string output;      // the attnmt model file to write
   std::string src_spm, tgt_spm;  // SentencePiece models ("" = the checkpoint's own, or pre-tokenized text)
   // The share of a vocabulary's tokens a SentencePiece model may lack before the pair is refused
@@ -53,6 +54,7 @@ struct ToolkitModel {
 ToolkitModel read_opennmt(const ConvertOptions& options);
 ToolkitModel read_joeynmt(const ConvertOptions& options);
 ToolkitModel read_fairseq(const ConvertOptions& options);
+ToolkitModel read_marian(const ConvertOptions& options);
 
 // Writes `model` as an attnmt model file at options.output (atomically: nothing is left behind
 // when it fails). InputError when a SentencePiece model does not fit its vocabulary.

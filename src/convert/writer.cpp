@@ -1,6 +1,7 @@
 // The common half of attnmt convert: a ToolkitModel as an attnmt model file.
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -20,8 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // A side's vocabulary in attnmt's order: the toolkit's pad, unk, bos, eos at 0..3 (a placeholder
-// where it has none: OpenNMT-py's source vocabulary has no <s> </s>), then its other tokens in
-// its order. order[i] = the toolkit id of attnmt id i (-1 for a placeholder).
+// where it has none: OpenNMT-py's source vocabulary has no <s> </s>, Marian's none has <pad> or
+// <s>), then its other tokens in its order. order[i] = the toolkit id of attnmt id i (-1 for a placeholder).
 struct SideVocab {
   std::vector<std::string> tokens;
   std::vector<int64_t> order;
@@ -30,7 +31,7 @@ struct SideVocab {
 SideVocab attnmt_order(const std::vector<std::string>& toolkit, const SpecialIds& s, const std::string& side,
                        const std::string& toolkit_name) {
   const auto n = static_cast<int64_t>(toolkit.size());
-  for (auto [id, what] : {std::pair{s.unk, "<unk>"}, std::pair{s.pad, "padding"}}) {
+  for (auto [id, what] : {std::pair{s.unk, "<unk>"}}) {
     if (id < 0 || id >= n) {
       throw InputError("the " + toolkit_name + " " + side + " vocabulary has no " + what + " token");
     }
@@ -117,14 +118,18 @@ std::shared_ptr<Tokenizer> side_tokenizer(const SideVocab& v, const std::string&
 void write_converted_model(ToolkitModel m, const ConvertOptions& options) {
   const auto src = attnmt_order(m.src_tokens, m.src_specials, "source", m.toolkit);
   const auto tgt = attnmt_order(m.tgt_tokens, m.tgt_specials, "target", m.toolkit);
-  if (m.tgt_specials.bos < 0 || m.tgt_specials.eos < 0) {
-    throw InputError("the " + m.toolkit + " target vocabulary has no <s> or </s> token");
-  }
+  // Without a <s> (Marian's), the first target input is the placeholder's zero embedding.
+  if (m.tgt_specials.eos < 0) throw InputError("the " + m.toolkit + " target vocabulary has no </s> token");
   for (auto [name, side] : {std::pair{"src_embed.weight", &src}, std::pair{"tgt_embed.weight", &tgt},
                             std::pair{"out_weight", &tgt}, std::pair{"out_bias", &tgt}}) {
     auto it = m.weights.find(name);
     if (it == m.weights.end()) throw RuntimeError(std::string("convert: no weight '") + name + "' was mapped");
     it->second = reorder_rows(it->second, *side, name);
+  }
+  // A target placeholder is never an output: no share of the softmax (its embedding stays zero:
+  // Marian's first input).
+  for (size_t i = 0; i < tgt.order.size(); ++i) {
+    if (tgt.order[i] < 0) m.weights["out_bias"][static_cast<int64_t>(i)] = -std::numeric_limits<float>::infinity();
   }
 
   Config config;
@@ -171,11 +176,15 @@ void write_converted_model(ToolkitModel m, const ConvertOptions& options) {
 }
 
 std::string convert_model(const ConvertOptions& options) {
-  if (options.from != "opennmt-py" && options.from != "joeynmt" && options.from != "fairseq") {
-    throw InputError("--from: '" + options.from + "' is not a toolkit attnmt converts (valid: opennmt-py, joeynmt, fairseq)");
+  if (options.from != "opennmt-py" && options.from != "joeynmt" && options.from != "fairseq" && options.from != "marian") {
+    throw InputError("--from: '" + options.from +
+                     "' is not a toolkit attnmt converts (valid: opennmt-py, joeynmt, fairseq, marian)");
   }
   if (!options.data_dir.empty() && options.from != "fairseq") {
     throw InputError("--data-dir: only with --from fairseq (" + options.from + " models hold their vocabularies)");
+  }
+  if (!options.vocabs.empty() && options.from != "marian") {
+    throw InputError("--vocabs: only with --from marian (" + options.from + " models hold their vocabularies)");
   }
   if (options.output.empty()) throw InputError("--output: required (the attnmt model file to write)");
   if (!(options.max_unknown >= 0 && options.max_unknown <= 1)) {
@@ -187,6 +196,7 @@ std::string convert_model(const ConvertOptions& options) {
   }
   auto model = options.from == "opennmt-py" ? read_opennmt(options)
                : options.from == "fairseq"  ? read_fairseq(options)
+               : options.from == "marian"   ? read_marian(options)
                                             : read_joeynmt(options);
   const auto toolkit = model.toolkit;
   const auto& mc = model.model;

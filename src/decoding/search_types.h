@@ -28,6 +28,7 @@ struct SearchOptions {
   int max_length = decode_defaults().max_length;
   bool ban_unk = decode_defaults().ban_unk;  // opennmt / joeynmt rules: the unknown word is never chosen
   double unk_penalty = decode_defaults().unk_penalty;  // fairseq rules: subtracted from <unk>'s log-probability
+  double word_penalty = decode_defaults().word_penalty;  // marian rules: subtracted per target token
   int no_repeat_ngram_size = decode_defaults().no_repeat_ngram_size;  // 0 = off
   bool sampling = decode_defaults().sampling;
   double temperature = decode_defaults().temperature;

@@ -45,6 +45,14 @@ void check_supported(const SearchOptions& o, const Guides& guides) {
   if (o.coverage_penalty != 0.0) refuse("decode.coverage_penalty");
   if (o.no_repeat_ngram_size != 0) refuse("decode.no_repeat_ngram_size");
   if (o.unk_penalty != 0.0 && !fairseq) refuse("decode.unk_penalty");
+  if (o.word_penalty != 0.0 && o.rules != SearchRules::marian) refuse("decode.word_penalty");
+  if (o.rules == SearchRules::marian) {
+    if (o.min_length > 0) refuse("decode.min_length (marian-decoder has none)");
+    if (o.max_length > 0) refuse("decode.max_length (marian-decoder's limit is decode.max_length_ratio, its --max-length-factor)");
+    if (!(o.max_length_ratio > 0)) {
+      throw std::invalid_argument("decode.max_length_ratio must be > 0 with decode.search_rules marian (its --max-length-factor)");
+    }
+  }
   for (const auto& g : guides) {
     if (!g.prefix.empty()) refuse("a target prefix");
     if (!g.constraints.empty()) refuse("constraints");
@@ -247,6 +255,7 @@ std::vector<std::vector<Hypothesis>> toolkit_search(StepModel& model, const torc
                                                     const Guides& guides) {
   if (opennmt_rules(options.rules)) return opennmt_beam_search(model, src, lengths, options, guides);
   if (options.rules == SearchRules::fairseq) return fairseq_search(model, src, lengths, options, guides);
+  if (options.rules == SearchRules::marian) return marian_search(model, src, lengths, options, guides);
   if (options.beam_size < 2) return joeynmt_greedy_search(model, src, lengths, options, guides);
   return joeynmt_beam_search(model, src, lengths, options, guides);
 }
@@ -712,6 +721,103 @@ std::vector<std::vector<Hypothesis>> fairseq_search(StepModel& model, const torc
     sentence = pick(sentence, keep_sentences);
     paths.keep(keep_rows);
     running = torch::tensor(next_running).to(device).view({static_cast<int64_t>(sentence.size()), K});
+    select_beam_rows(*state, next_from, same, device);
+    prev = index_tensor(pick(token, keep_rows), device);
+  }
+  return out;
+}
+
+// src/translator/beam_search.cpp BeamSearch::search and history.h of Marian 1.12 (marian-dev
+// c9f287d), greedy being beam 1. A sentence's beam starts as one hypothesis; each step takes the
+// best of its live hypotheses' log P + log p(v) (float32 sums, <unk> never with ban_unk: Marian's
+// suppression without --allow-unk), as many as it has live hypotheses (K at the first step); those
+// ending in eos are collected, scored (log P - word_penalty x length) / length^length_penalty with
+// the eos in the length, and leave the beam, which shrinks by one each. A sentence ends when its
+// beam is empty, or once its step count reaches max_length_ratio x its source tokens with </s>
+// (then every hypothesis chosen at that step is collected, finished or not). Its n best are the
+// best of all it collected (at most K). Marian stops a whole batch at the first sentence that
+// reaches the limit, and measures the limit on the batch's longest source: the same as this at
+// batch size 1 (what the converter's fixtures check), per sentence here.
+std::vector<std::vector<Hypothesis>> marian_search(StepModel& model, const torch::Tensor& src,
+                                                   const torch::Tensor& lengths, const SearchOptions& options,
+                                                   const Guides& guides) {
+  check_supported(options, guides);
+  const auto device = model.device();
+  const int64_t B = src.size(0), K = options.beam_size, eos = model.eos_id(), unk = model.unk_id();
+  const auto src_len = to_vector(lengths);
+  auto state = model.start(src, lengths);
+  expand_to_beams(*state, B, K, device);
+
+  std::vector<int64_t> sentence(static_cast<size_t>(B));
+  std::iota(sentence.begin(), sentence.end(), 0);
+  std::vector<int64_t> live(static_cast<size_t>(B), K);  // each sentence's beam size
+  // [A * K]: each row's path score; a row beyond its sentence's beam is a placeholder (-inf)
+  std::vector<float> running(static_cast<size_t>(B * K), 0.0f);
+  std::vector<std::vector<Scored>> found(static_cast<size_t>(B));
+  std::vector<std::vector<Hypothesis>> out(static_cast<size_t>(B));
+  Paths paths(options.return_attention);
+  const auto alpha = static_cast<float>(options.length_penalty);
+  const auto word_penalty = static_cast<float>(options.word_penalty);
+
+  auto prev = torch::full({B * K}, model.bos_id(), torch::dtype(torch::kLong).device(device));
+  for (int64_t step = 0; !sentence.empty(); ++step) {
+    const auto A = static_cast<int64_t>(sentence.size());
+    auto r = model.step(prev, *state, options.return_attention);
+    const auto log_probs = step_log_probs(r, options.rules);  // [A * K, V]
+    const int64_t V = log_probs.size(1);
+    auto cand = log_probs.clone();
+    if (options.ban_unk) cand.select(1, unk).fill_(-kInf);
+    cand.add_(torch::tensor(running).to(device).view({A * K, 1}));
+    if (step == 0) cand.view({A, K, V}).slice(1, 1).fill_(-kInf);  // the start hypothesis alone
+    auto [top_scores, top_ids] = cand.view({A, K * V}).topk(K, -1);
+    const auto score = to_floats(top_scores);
+    const auto ids = to_vector(top_ids);
+    std::vector<int64_t> from(ids.size()), token(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      from[i] = static_cast<int64_t>(i) / K * K + ids[i] / V;
+      token[i] = ids[i] % V;
+    }
+    paths.advance(from, token, chosen_log_probs(log_probs, from, token), selected_attention(r, from, options.return_attention));
+
+    const auto length = static_cast<float>(step + 1);
+    const float divisor = std::pow(length, alpha);
+    std::vector<int64_t> keep_sentences, keep_rows, next_from;
+    std::vector<float> next_running;
+    for (int64_t a = 0; a < A; ++a) {
+      const auto b = static_cast<size_t>(sentence[static_cast<size_t>(a)]);
+      const bool last = static_cast<double>(step + 1) >= options.max_length_ratio * static_cast<double>(src_len[b]);
+      std::vector<int64_t> going;
+      for (int64_t j = 0; j < live[b]; ++j) {
+        const auto i = static_cast<size_t>(a * K + j);
+        if (score[i] == -std::numeric_limits<float>::infinity()) continue;  // a vocabulary smaller than the beam
+        if (token[i] == eos || last) {
+          auto h = paths.hypothesis(static_cast<int64_t>(i), eos, src_len[b]);
+          h.log_prob = score[i];
+          found[b].push_back({(score[i] - word_penalty * length) / divisor, std::move(h)});
+        } else {
+          going.push_back(static_cast<int64_t>(i));
+        }
+      }
+      live[b] = static_cast<int64_t>(going.size());
+      if (going.empty() || last) {
+        out[b] = best_of(found[b], options.n_best);
+        continue;
+      }
+      keep_sentences.push_back(a);
+      for (int64_t j = 0; j < K; ++j) {
+        // The beam's hypotheses, then placeholders (never chosen: -inf) up to K rows.
+        const bool real = j < live[b];
+        const auto i = static_cast<size_t>(going[static_cast<size_t>(real ? j : 0)]);
+        keep_rows.push_back(static_cast<int64_t>(i));
+        next_from.push_back(from[i]);
+        next_running.push_back(real ? score[i] : -std::numeric_limits<float>::infinity());
+      }
+    }
+    if (keep_sentences.empty()) break;
+    const bool same = static_cast<int64_t>(keep_sentences.size()) == A;
+    sentence = pick(sentence, keep_sentences);
+    paths.keep(keep_rows);
+    running = std::move(next_running);
     select_beam_rows(*state, next_from, same, device);
     prev = index_tensor(pick(token, keep_rows), device);
   }

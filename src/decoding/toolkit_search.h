@@ -67,7 +67,8 @@
 
 namespace attnmt {
 
-// options.rules chooses: opennmt, opennmt3 -> opennmt_beam_search; fairseq -> fairseq_search; joeynmt -> beam_size >= 2 ?
+// options.rules chooses: opennmt, opennmt3 -> opennmt_beam_search; fairseq -> fairseq_search; marian -> marian_search;
+// joeynmt -> beam_size >= 2 ?
 // joeynmt_beam_search : joeynmt_greedy_search (as each toolkit's translator chooses).
 // std::invalid_argument, one line naming the option, for what these rules do not support.
 std::vector<std::vector<Hypothesis>> toolkit_search(StepModel& model, const torch::Tensor& src,
@@ -86,6 +87,9 @@ std::vector<std::vector<Hypothesis>> joeynmt_beam_search(StepModel& model, const
 std::vector<std::vector<Hypothesis>> fairseq_search(StepModel& model, const torch::Tensor& src,
                                                     const torch::Tensor& lengths, const SearchOptions& options,
                                                     const Guides& guides = {});
+std::vector<std::vector<Hypothesis>> marian_search(StepModel& model, const torch::Tensor& src,
+                                                   const torch::Tensor& lengths, const SearchOptions& options,
+                                                   const Guides& guides = {});
 std::vector<std::vector<Hypothesis>> joeynmt_greedy_search(StepModel& model, const torch::Tensor& src,
                                                            const torch::Tensor& lengths, const SearchOptions& options,
                                                            const Guides& guides = {});

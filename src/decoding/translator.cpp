@@ -41,6 +41,7 @@ TranslateOptions translate_options(const DecodeConfig& decode) {
   options.search.rules = decode.search_rules;
   options.search.ban_unk = decode.ban_unk;
   options.search.unk_penalty = decode.unk_penalty;
+  options.search.word_penalty = decode.word_penalty;
   options.batch_size = decode.batch_size;
   options.workers = decode.workers;
   options.mbr = decode.mbr;

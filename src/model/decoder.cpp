@@ -1,6 +1,8 @@
 #include "model/decoder.h"
 #include "runtime/random.h"
 
+#include <cmath>
+
 #include "attention/registry.h"
 #include "util/decode_phases.h"
 
@@ -61,15 +63,31 @@ DecoderStepState DecoderStepState::cat(const DecoderStepState& a, const DecoderS
 }
 
 DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
-    : config_(config), luong_(config.decoder.style == DecoderStyle::luong) {
+    : config_(config),
+      luong_(config.decoder.style == DecoderStyle::luong),
+      conditional_(config.decoder.style == DecoderStyle::conditional) {
   const auto& dec = config.decoder;
   const int64_t H = dec.hidden_size;
   const int64_t E = config.embedding_size;
   attention_ = make_attention(config.attention, H, memory_size);
   register_module("attention", attention_);
   const int64_t ctx = attention_->context_size();
-  const int64_t dynamic = luong_ ? (dec.input_feeding ? H : 0) : ctx;
-  rnn_ = register_module("rnn", RnnStack(dec.rnn, E, dynamic, H, dec.layers, dec.dropout));
+  if (conditional_) {
+    rnn_ = register_module("rnn", RnnStack(dec.rnn, E, 0, H, 1, dec.dropout));
+    second_ = register_module("second", RnnStack(dec.rnn, ctx, 0, H, 1, dec.dropout));
+    const int64_t G = (dec.rnn == RnnType::lstm ? 4 : 3) * H;
+    const double k = 1.0 / std::sqrt(static_cast<double>(H));  // PyTorch's RNN initialisation, as RnnStack's
+    for (int i = 0; i < dec.transitions; ++i) {
+      const auto n = std::to_string(i);
+      transition_w_hh_.push_back(register_parameter("transition_w_hh_" + n, torch::empty({G, H}).uniform_(-k, k)));
+      transition_b_ih_.push_back(register_parameter("transition_b_ih_" + n, torch::empty({G}).uniform_(-k, k)));
+      transition_b_hh_.push_back(register_parameter("transition_b_hh_" + n, torch::empty({G}).uniform_(-k, k)));
+    }
+    if (dec.layers > 1) above_ = register_module("above", RnnStack(dec.rnn, H, 0, H, dec.layers - 1, dec.dropout));
+  } else {
+    const int64_t dynamic = luong_ ? (dec.input_feeding ? H : 0) : ctx;
+    rnn_ = register_module("rnn", RnnStack(dec.rnn, E, dynamic, H, dec.layers, dec.dropout));
+  }
   const int64_t final_size = config.encoder.hidden_size * (config.encoder.bidirectional ? 2 : 1);
   switch (dec.init) {
     case DecoderInit::bridge:
@@ -93,6 +111,9 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
       linear_bridge_h_ = register_module("linear_bridge_h", torch::nn::Linear(final_size, H));
       if (rnn_->is_lstm()) linear_bridge_c_ = register_module("linear_bridge_c", torch::nn::Linear(final_size, H));
       break;
+    case DecoderInit::mean_bridge:
+      mean_bridge_ = register_module("mean_bridge", torch::nn::Linear(memory_size, H));
+      break;
     case DecoderInit::encoder:
     case DecoderInit::last:
     case DecoderInit::zero:
@@ -100,8 +121,8 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
   }
   const int64_t intra = dec.self_attention ? H : 0;
   const int64_t combine_in = (luong_ ? ctx + H : H + ctx + E) + intra;
-  combine_ = register_module("combine",
-                             torch::nn::Linear(torch::nn::LinearOptions(combine_in, H).bias(dec.combine_bias)));
+  combine_ = register_module(
+      "combine", torch::nn::Linear(torch::nn::LinearOptions(combine_in, output_size()).bias(dec.combine_bias)));
   if (dec.self_attention) intra_ = register_module("intra", torch::nn::Linear(torch::nn::LinearOptions(H, H).bias(false)));
 }
 
@@ -176,6 +197,13 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
     case DecoderInit::zero:
       same_for_every_layer(torch::zeros({encoded.final_h.size(0), H}, encoded.final_h.options()));
       break;
+    case DecoderInit::mean_bridge: {
+      // The memory's states over each sentence's real positions (one memory row per sentence here).
+      const auto mask = memory.mask.unsqueeze(2).to(memory.values.scalar_type());  // [B, S, 1]
+      auto mean = (memory.values * mask).sum(1) / mask.sum(1).clamp_min(1.0);      // [B, Dm]
+      same_for_every_layer(torch::tanh(mean_bridge_(mean)));
+      break;
+    }
   }
   if (luong_ && config_.decoder.input_feeding) state.feed = torch::zeros_like(state.rnn.h[0]);
   state.attention = attention_->initial_state(memory);
@@ -183,11 +211,53 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
 }
 
 DecoderProducts DecoderImpl::products(ExecutionMode mode) const {
-  return {rnn_->products(mode), make_product(combine_->weight, combine_bias(), mode)};
+  DecoderProducts p{rnn_->products(mode), make_product(combine_->weight, combine_bias(), mode)};
+  if (second_) p.second = second_->products(mode);
+  for (size_t i = 0; i < transition_w_hh_.size(); ++i) {
+    p.transitions.push_back(make_product(transition_w_hh_[i], transition_b_hh_[i], mode));
+  }
+  if (above_) p.above = above_->products(mode);
+  return p;
 }
 
 DecoderProducts DecoderImpl::training_products() const {
-  return {rnn_->training_products(), make_training_product(combine_->weight, combine_bias())};
+  DecoderProducts p{rnn_->training_products(), make_training_product(combine_->weight, combine_bias())};
+  if (second_) p.second = second_->training_products();
+  for (size_t i = 0; i < transition_w_hh_.size(); ++i) {
+    p.transitions.push_back(make_training_product(transition_w_hh_[i], transition_b_hh_[i]));
+  }
+  if (above_) p.above = above_->training_products();
+  return p;
+}
+
+torch::Tensor DecoderImpl::conditional_step(const torch::Tensor& gates_t, const AttentionMemory& memory,
+                                            DecoderStepState& state, int64_t t, AttentionOutput& att,
+                                            const DecoderProducts& products) {
+  const bool lstm = rnn_->is_lstm();
+  // Layer 0's state runs through RNN_1, RNN_2 and the transitions within the step.
+  RnnState cell;
+  cell.h.push_back(state.rnn.h[0]);
+  if (lstm) cell.c.push_back(state.rnn.c[0]);
+  auto query = rnn_->step(gates_t, torch::Tensor(), cell, products.rnn);  // s'_t
+  att = attend(*attention_, query, memory, state.attention, t);
+  state.attention = att.state;
+  auto s = second_->step(second_->project_static(att.context, products.second), torch::Tensor(), cell, products.second);
+  for (size_t i = 0; i < products.transitions.size(); ++i) {
+    const auto input_gates = transition_b_ih_[i].unsqueeze(0).expand({s.size(0), -1}).contiguous();
+    s = rnn_cell(lstm, input_gates, *products.transitions[i], cell.h[0], lstm ? &cell.c[0] : nullptr);
+  }
+  state.rnn.h[0] = cell.h[0];
+  if (lstm) state.rnn.c[0] = cell.c[0];
+  if (above_) {
+    RnnState up;
+    up.h.assign(state.rnn.h.begin() + 1, state.rnn.h.end());
+    if (lstm) up.c.assign(state.rnn.c.begin() + 1, state.rnn.c.end());
+    s = above_->step(above_->project_static(stream_dropout(s, config_.decoder.dropout, is_training()), products.above),
+                     torch::Tensor(), up, products.above);
+    std::copy(up.h.begin(), up.h.end(), state.rnn.h.begin() + 1);
+    if (lstm) std::copy(up.c.begin(), up.c.end(), state.rnn.c.begin() + 1);
+  }
+  return s;
 }
 
 torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tensor& embedded_t,
@@ -202,6 +272,13 @@ torch::Tensor DecoderImpl::step(const torch::Tensor& gates_t, const torch::Tenso
     auto input = intra_ ? torch::cat({att.context, intra_context(s, state), s}, 1) : torch::cat({att.context, s}, 1);
     out = stream_dropout(combine_activation(combine(input)), config_.decoder.dropout, is_training());  // h~_t
     if (state.feed.defined()) state.feed = out;
+    if (weights) *weights = att.weights;
+  } else if (conditional_) {
+    AttentionOutput att;
+    auto s = conditional_step(gates_t, memory, state, t, att, products);
+    auto input = intra_ ? torch::cat({s, att.context, intra_context(s, state), embedded_t}, 1)
+                        : torch::cat({s, att.context, embedded_t}, 1);
+    out = stream_dropout(combine_activation(combine(input)), config_.decoder.dropout, is_training());
     if (weights) *weights = att.weights;
   } else {
     auto att = attend(*attention_, state.rnn.h.back(), memory, state.attention, t);  // query s_{t-1}

@@ -1,9 +1,16 @@
-// The attentional decoder, in the two styles of docs/attention.md:
+// The attentional decoder, in the three styles of docs/attention.md:
 //  luong    (Luong et al., 2015): s_t = RNN(s_{t-1}, [E y_{t-1}; h~_{t-1}]) (input feeding),
 //           query = s_t, h~_t = tanh(W_c [c_t; s_t]).
 //  bahdanau (Bahdanau et al., 2015): query = s_{t-1}, c_t first, then
 //           s_t = RNN(s_{t-1}, [E y_{t-1}; c_t]), h~_t = tanh(W_o [s_t; c_t; E y_{t-1}]).
-// Both return the "attentional hidden" h~_t [N, H] that the output layer turns into logits.
+//  conditional (Sennrich et al., 2017, Nematus' cGRU; Marian's s2s): the attention between two
+//           cells of one layer, s'_t = RNN_1(s_{t-1}, E y_{t-1}), query = s'_t,
+//           s_t = RNN_2(s'_t, c_t), then model.decoder.transitions cells without input
+//           (s_t = RNN_k(s_t, -): their input gates are their bias alone); layers 2.. of
+//           model.decoder.layers are an ordinary stack over s_t, and h~_t = tanh(W_o [s_t; c_t;
+//           E y_{t-1}] + b) from its top.
+// Each returns the "attentional hidden" h~_t [N, C] (C = model.decoder.combine_size, else H) that
+// the output layer turns into logits.
 // The initial state comes from the encoder's final state as model.decoder.init says (attnmt's own:
 // a tanh bridge; the others are the forms of the toolkits whose models attnmt converts).
 // model.decoder.self_attention adds intra-decoder attention (Paulus et al. 2017, 2.2): the RNN
@@ -41,7 +48,11 @@ struct DecoderStepState {
 // The decoder's products in one execution mode (model/product.h).
 struct DecoderProducts {
   RnnProducts rnn;
-  std::unique_ptr<Product> combine;  // luong: W_c; bahdanau: W_o
+  std::unique_ptr<Product> combine;  // luong: W_c; bahdanau, conditional: W_o
+  // conditional: RNN_2 (its input c_t), each transition's recurrent product, the layers above
+  RnnProducts second;
+  std::vector<std::unique_ptr<Product>> transitions;
+  RnnProducts above;
 };
 
 class DecoderImpl : public torch::nn::Module {
@@ -65,17 +76,24 @@ class DecoderImpl : public torch::nn::Module {
 
   Attention& attention() { return *attention_; }
   const Attention& attention() const { return *attention_; }
-  int64_t output_size() const { return config_.decoder.hidden_size; }
+  // The size of h~_t: model.decoder.combine_size, else the hidden size.
+  int64_t output_size() const {
+    return config_.decoder.combine_size > 0 ? config_.decoder.combine_size : config_.decoder.hidden_size;
+  }
 
  private:
   ModelConfig config_;
-  bool luong_;
-  RnnStack rnn_{nullptr};
+  bool luong_, conditional_;
+  RnnStack rnn_{nullptr};  // conditional: RNN_1 alone
+  // conditional: RNN_2, the transitions' weights (w_hh [G, H], b_ih and b_hh [G] each), the layers above
+  RnnStack second_{nullptr}, above_{nullptr};
+  std::vector<torch::Tensor> transition_w_hh_, transition_b_ih_, transition_b_hh_;
   std::shared_ptr<Attention> attention_;
   torch::nn::Linear bridge_h_{nullptr}, bridge_c_{nullptr};  // init bridge (c: LSTM only) and tanh_bridge (h)
   torch::nn::Linear relu_bridge_h_{nullptr}, relu_bridge_c_{nullptr};  // init encoder_relu_bridge
   torch::nn::Linear linear_bridge_h_{nullptr}, linear_bridge_c_{nullptr};  // init encoder_linear
-  torch::nn::Linear combine_{nullptr};  // luong: W_c; bahdanau: W_o (no bias, as in the papers)
+  torch::nn::Linear mean_bridge_{nullptr};  // init mean_bridge
+  torch::nn::Linear combine_{nullptr};  // luong: W_c; bahdanau, conditional: W_o (no bias, as in the papers)
   torch::nn::Linear intra_{nullptr};    // W_d of the decoder self-attention (none without it)
   // c^d_t for the RNN output s [N, H]; s then joins the state's history.
   torch::Tensor intra_context(const torch::Tensor& s, DecoderStepState& state);
@@ -85,6 +103,10 @@ class DecoderImpl : public torch::nn::Module {
   }
   // OpenNMT-py's bridge on every layer's final states x [layers] x [B, D*h] (D directions).
   std::vector<torch::Tensor> relu_bridge(torch::nn::Linear linear, const std::vector<torch::Tensor>& x) const;
+  // The conditional style's recurrence: the top layer's s_t from RNN_1's input gates; the attention's
+  // output (c_t, its weights) into att.
+  torch::Tensor conditional_step(const torch::Tensor& gates_t, const AttentionMemory& memory, DecoderStepState& state,
+                                 int64_t t, AttentionOutput& att, const DecoderProducts& products);
 };
 TORCH_MODULE(Decoder);
 

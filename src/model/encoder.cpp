@@ -13,8 +13,9 @@ namespace F = torch::nn::functional;
 EncoderImpl::EncoderImpl(const EncoderConfig& config, int64_t embedding_size, bool layer_states)
     : config_(config), output_size_(config.hidden_size * (config.bidirectional ? 2 : 1)), layer_states_(layer_states) {
   const int64_t directions = config.bidirectional ? 2 : 1;
+  const bool apart = config.bidirectional && config.separate_directions;
   for (int64_t l = 0; l < config.layers; ++l) {
-    const int64_t in = l == 0 ? embedding_size : output_size_;
+    const int64_t in = l == 0 ? embedding_size : (apart ? config.hidden_size : output_size_);
     for (int64_t d = 0; d < directions; ++d) {
       const auto name = std::string(d == 0 ? "fwd_" : "bwd_") + std::to_string(l);
       if (config.rnn == RnnType::lstm) {
@@ -131,15 +132,25 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
   torch::Tensor final_fwd, final_bwd;
   const bool cells = layer_states_ && !lstm_.empty();
   const auto last_position = (len - 1).squeeze(1);  // [B]
+  // separate_directions: each direction's stack reads its own outputs (x_bwd: the backward
+  // stack's, in source order), concatenated after the last layer.
+  const bool apart = bi && config_.separate_directions;
+  torch::Tensor x_bwd = embedded;
   for (int64_t l = 0; l < config_.layers; ++l) {
     const size_t base = static_cast<size_t>(l) * (bi ? 2 : 1);
     torch::Tensor c_fwd, c_bwd;
     auto fwd = run(base, x, products, last_position, cells ? &c_fwd : nullptr);  // [B, S, H]
     final_fwd = fwd.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
     if (bi) {
-      auto bwd_reversed = run(base + 1, flip(x), products, last_position, cells ? &c_bwd : nullptr);  // [B, S, H]
+      auto bwd_reversed = run(base + 1, flip(apart ? x_bwd : x), products, last_position, cells ? &c_bwd : nullptr);
       final_bwd = bwd_reversed.gather(1, last.expand({B, 1, fwd.size(2)})).squeeze(1);
-      x = torch::cat({fwd, flip(bwd_reversed)}, 2);                       // [B, S, 2H]
+      if (apart) {
+        x = fwd;
+        x_bwd = flip(bwd_reversed);
+        if (l + 1 == config_.layers) x = torch::cat({x, x_bwd}, 2);  // [B, S, 2H]
+      } else {
+        x = torch::cat({fwd, flip(bwd_reversed)}, 2);  // [B, S, 2H]
+      }
     } else {
       x = fwd;
     }
@@ -148,6 +159,7 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& embedded, const torch::T
       if (cells) out.layer_c.push_back(bi ? torch::cat({c_fwd, c_bwd}, 1) : c_fwd);
     }
     x = stream_dropout(x, config_.dropout, is_training());  // between layers and on the output
+    if (apart && l + 1 < config_.layers) x_bwd = stream_dropout(x_bwd, config_.dropout, is_training());
   }
   for (size_t l = 0; l < sa_qkv_.size(); ++l) x = self_attention(l, x, out.mask);
   out.states = x;

@@ -59,15 +59,13 @@ RnnProducts RnnStackImpl::training_products() const {
   return p;
 }
 
-torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state,
-                                 const RnnProducts& products) {
-  const auto& h = state.h[layer];
-  const auto& hh = *products.hh[layer];
-  if (lstm_) {
-    auto gates = hh(h, input_gates);                      // [N, 4H]
-    auto [h_new, c] = lstm_cell(gates, state.c[layer]);  // runtime/lstm_cell.h: one fused node
-    state.c[layer] = c;
-    state.h[layer] = h_new;
+torch::Tensor rnn_cell(bool lstm, const torch::Tensor& input_gates, const Product& hh, torch::Tensor& h,
+                       torch::Tensor* c) {
+  if (lstm) {
+    auto gates = hh(h, input_gates);             // [N, 4H]
+    auto [h_new, c_new] = lstm_cell(gates, *c);  // runtime/lstm_cell.h: one fused node
+    *c = c_new;
+    h = h_new;
     return h_new;
   }
   // GRU: r and z from input+hidden; n uses r * (W_hn h + b_hn).
@@ -77,9 +75,13 @@ torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates
   auto r = torch::sigmoid(gi[0] + hg[0]);
   auto z = torch::sigmoid(gi[1] + hg[1]);
   auto n = torch::tanh(gi[2] + r * hg[2]);
-  auto h_new = n + z * (h - n);  // (1 - z) * n + z * h
-  state.h[layer] = h_new;
-  return h_new;
+  h = n + z * (h - n);  // (1 - z) * n + z * h
+  return h;
+}
+
+torch::Tensor RnnStackImpl::cell(int64_t layer, const torch::Tensor& input_gates, RnnState& state,
+                                 const RnnProducts& products) {
+  return rnn_cell(lstm_, input_gates, *products.hh[layer], state.h[layer], lstm_ ? &state.c[layer] : nullptr);
 }
 
 torch::Tensor RnnStackImpl::step(const torch::Tensor& static_gates, const torch::Tensor& dynamic,

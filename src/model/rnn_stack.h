@@ -28,6 +28,12 @@ struct RnnProducts {
   std::vector<std::unique_ptr<Product>> hh;   // every layer (w_hh, b_hh)
 };
 
+// One LSTM or GRU cell step from its input gates [N, G] (x W_ih^T + b_ih): the recurrent product
+// hh (W_hh, b_hh) of h, the gates, and the new h (and c, for an LSTM) written back. GRU:
+// h' = (1 - z) n + z h with n = tanh(gi_n + r (W_hn h + b_hn)), as PyTorch's.
+torch::Tensor rnn_cell(bool lstm, const torch::Tensor& input_gates, const Product& hh, torch::Tensor& h,
+                       torch::Tensor* c);
+
 class RnnStackImpl : public torch::nn::Module {
  public:
   RnnStackImpl(RnnType rnn, int64_t static_size, int64_t dynamic_size, int64_t hidden,

@@ -43,10 +43,11 @@ Seq2SeqImpl::Seq2SeqImpl(const ModelConfig& config, const VocabSizes& vocab)
                             config.decoder.init == DecoderInit::encoder_linear;
   encoder_ = register_module("encoder", Encoder(config.encoder, E_src, layer_states));
   decoder_ = register_module("decoder", Decoder(config, encoder_->output_size()));
-  const int64_t H = config.decoder.hidden_size;
+  const int64_t H = decoder_->output_size();  // h~'s size
   if (config.tie_embeddings && H != E) {
-    throw InputError("model.tie_embeddings needs model.embedding_size (" + std::to_string(E) +
-                     ") == model.decoder.hidden_size (" + std::to_string(H) + ")");
+    throw InputError("model.tie_embeddings needs model.embedding_size (" + std::to_string(E) + ") == " +
+                     (config.decoder.combine_size > 0 ? "model.decoder.combine_size (" : "model.decoder.hidden_size (") +
+                     std::to_string(H) + ")");
   }
   // The output layer: logits = h~ W^T + b. Tied: W is the target embedding matrix itself (one
   // tensor, registered once, trained through both uses).

@@ -43,19 +43,21 @@ struct Choice<RnnType> {
   static constexpr std::array<std::string_view, 2> names{"lstm", "gru"};
 };
 
-// model.decoder.style: luong (attention after the RNN step) | bahdanau (before it)
-enum class DecoderStyle { luong, bahdanau };
+// model.decoder.style: luong (attention after the RNN step) | bahdanau (before it) | conditional
+// (between two cells: Nematus' and Marian's cGRU)
+enum class DecoderStyle { luong, bahdanau, conditional };
 template <>
 struct Choice<DecoderStyle> {
-  static constexpr std::array<std::string_view, 2> names{"luong", "bahdanau"};
+  static constexpr std::array<std::string_view, 3> names{"luong", "bahdanau", "conditional"};
 };
 
 // model.decoder.init: the decoder's initial state (model/decoder.h says what each one computes)
-enum class DecoderInit { bridge, encoder, encoder_relu_bridge, encoder_linear, tanh_bridge, last, zero };
+enum class DecoderInit { bridge, encoder, encoder_relu_bridge, encoder_linear, tanh_bridge, last, zero, mean_bridge };
 template <>
 struct Choice<DecoderInit> {
-  static constexpr std::array<std::string_view, 7> names{"bridge",      "encoder", "encoder_relu_bridge",
-                                                         "encoder_linear", "tanh_bridge", "last", "zero"};
+  static constexpr std::array<std::string_view, 8> names{"bridge",      "encoder",     "encoder_relu_bridge",
+                                                         "encoder_linear", "tanh_bridge", "last",
+                                                         "zero",        "mean_bridge"};
 };
 
 // train.optimizer
@@ -108,10 +110,11 @@ enum class SearchRules {
   opennmt3,  // OpenNMT-py 3.x's BeamSearch (v3.5.1)
   joeynmt,   // Joey NMT 2.3's beam_search and recurrent_greedy
   fairseq,   // fairseq's SequenceGenerator with its BeamSearch
+  marian,    // marian-decoder's BeamSearch (Marian 1.12)
 };
 template <>
 struct Choice<SearchRules> {
-  static constexpr std::array<std::string_view, 5> names{"attnmt", "opennmt", "opennmt3", "joeynmt", "fairseq"};
+  static constexpr std::array<std::string_view, 6> names{"attnmt", "opennmt", "opennmt3", "joeynmt", "fairseq", "marian"};
 };
 
 // decode.wait_k_policy: how wait-k decides target token t (decoding/streaming.h)

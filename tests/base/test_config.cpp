@@ -344,7 +344,7 @@ TEST_CASE("config: unknown keys are rejected with the closest valid key", "[conf
 
 TEST_CASE("config: config_keys lists every leaf once", "[config]") {
   const auto keys = attnmt::config_keys();
-  CHECK(keys.size() == 121);  // one per field of config.h
+  CHECK(keys.size() == 125);  // one per field of config.h
   CHECK(keys.front() == "data.train.src");
   CHECK(keys.back() == "device");
   CHECK(std::find(keys.begin(), keys.end(), "model.encoder.hidden_size") != keys.end());
@@ -373,7 +373,7 @@ TEST_CASE("config: the key table says when each key may change", "[config]") {
                                  "decode.max_length", "decode.no_repeat_ngram_size", "decode.sampling",
                                  "decode.temperature", "decode.top_k", "decode.top_p", "decode.epsilon", "decode.seed",
                                  "decode.mbr", "decode.mbr_candidates", "decode.search_rules", "decode.ban_unk",
-                                 "decode.unk_penalty"});
+                                 "decode.unk_penalty", "decode.word_penalty"});
   CHECK(attnmt::describe_keys(attnmt::keys_that_may_change(KeyScope::load)) ==
         "decode.*, model.attention.hard_decode, threads, gemm and device");
   CHECK(attnmt::may_change("decode.beam_size", KeyScope::load));
@@ -585,7 +585,7 @@ const InvalidCase kInvalid[] = {
     {{"decode.mbr=bleu", "decode.mbr_candidates=6"},
      "decode.mbr_candidates must be in [0, decode.beam_size=5] (0 = the whole beam), got 6"},
     {{"decode.ban_unk=true"},
-     "decode.ban_unk must be false with decode.search_rules: attnmt (a rule of opennmt, opennmt3 and joeynmt), got "
+     "decode.ban_unk must be false with decode.search_rules: attnmt (a rule of opennmt, opennmt3, joeynmt and marian), got "
      "true"},
     {{"decode.search_rules=opennmt"},
      "decode.max_length must be > 0 with decode.search_rules: opennmt (the toolkit's max_length, its only length "
@@ -659,10 +659,10 @@ TEST_CASE("config: a choice is read into its enum, and an unknown name is refuse
   // The names come from util/choices.h, through the key table's rule.
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"model.encoder.rnn=rnm", "model.encoder.rnn must be one of {lstm, gru}, got 'rnm'"},
-      {"model.decoder.style=bahdanu", "model.decoder.style must be one of {luong, bahdanau}, got 'bahdanu'"},
+      {"model.decoder.style=bahdanu", "model.decoder.style must be one of {luong, bahdanau, conditional}, got 'bahdanu'"},
       {"model.decoder.init=brige",
        "model.decoder.init must be one of {bridge, encoder, encoder_relu_bridge, encoder_linear, tanh_bridge, last, "
-       "zero}, got 'brige'"},
+       "zero, mean_bridge}, got 'brige'"},
       {"tokenizer.type=bpe", "tokenizer.type must be one of {sentencepiece, none}, got 'bpe'"},
       {"tokenizer.model_type=char", "tokenizer.model_type must be one of {bpe, unigram}, got 'char'"},
       {"train.optimizer=adagrad", "train.optimizer must be one of {adam, sgd}, got 'adagrad'"},
@@ -670,7 +670,7 @@ TEST_CASE("config: a choice is read into its enum, and an unknown name is refuse
       {"train.valid_metric=chrf", "train.valid_metric must be one of {bleu, ppl}, got 'chrf'"},
       {"decode.precision=fp16", "decode.precision must be one of {fp32, bf16, int8, auto}, got 'fp16'"},
       {"decode.mbr=ter", "decode.mbr must be one of {none, bleu, chrf}, got 'ter'"},
-      {"decode.search_rules=marian", "decode.search_rules must be one of {attnmt, opennmt, opennmt3, joeynmt, fairseq}, got 'marian'"},
+      {"decode.search_rules=sockeye", "decode.search_rules must be one of {attnmt, opennmt, opennmt3, joeynmt, fairseq, marian}, got 'sockeye'"},
       {"decode.wait_k_policy=pre", "decode.wait_k_policy must be one of {replay, prefix, auto}, got 'pre'"},
       {"distributed.backend=mpi", "distributed.backend must be one of {auto, gloo, nccl}, got 'mpi'"},
       {"distributed.compress=int8", "distributed.compress must be one of {none, fp16}, got 'int8'"},
@@ -688,7 +688,7 @@ TEST_CASE("config: a choice is read into its enum, and an unknown name is refuse
   SECTION("in a file: its line") {
     CHECK_THAT(parse_error("threads: 0\nmodel:\n  decoder:\n    init: brige\n"),
                Equals("'cfg.yaml': model.decoder.init must be one of {bridge, encoder, encoder_relu_bridge, "
-                      "encoder_linear, tanh_bridge, last, zero}, got 'brige' (line 4)"));
+                      "encoder_linear, tanh_bridge, last, zero, mean_bridge}, got 'brige' (line 4)"));
     CHECK_THAT(parse_error("decode:\n  precision: [int8]\n"),
                Contains("decode.precision: expected one of {fp32, bf16, int8, auto}"));
   }
@@ -705,7 +705,7 @@ TEST_CASE("config: a choice is read into its enum, and an unknown name is refuse
     CHECK_THAT(yaml, Contains("init: \"encoder_linear\""));
     CHECK(config_to_yaml(parse_config(yaml, "again.yaml")) == yaml);
     CHECK(find_key_info("model.decoder.init")->allowed ==
-          "`bridge`, `encoder`, `encoder_relu_bridge`, `encoder_linear`, `tanh_bridge`, `last`, `zero`");
+          "`bridge`, `encoder`, `encoder_relu_bridge`, `encoder_linear`, `tanh_bridge`, `last`, `zero`, `mean_bridge`");
     CHECK(find_key_info("decode.precision")->type == "string");
   }
   SECTION("a flag's value outside a config file") {

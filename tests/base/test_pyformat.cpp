@@ -1,5 +1,5 @@
 // The torch-free readers of Python's files (src/pyformat/): pickles, torch.save checkpoints (zip,
-// legacy, zip64) and safetensors files, compared with what Python itself reads from the same files
+// legacy, zip64), safetensors and numpy .npz files, compared with what Python itself reads from the same files
 // (tests/data/pyformat/make.py wrote both the files and Python's reading of them, as JSON).
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "pyformat/npz.h"
 #include "pyformat/pickle.h"
 #include "pyformat/safetensors.h"
 #include "pyformat/torch_file.h"
@@ -550,4 +551,50 @@ TEST_CASE("torch.save: every truncation and every damaged byte of a checkpoint l
   // The bytes in memory load as the file does.
   const std::string bytes = attnmt::read_file(kDir + "state.pt");
   Matcher().match(attnmt::load_torch_bytes(bytes, "state.pt").object, read_json("state.json"));
+}
+
+// numpy's .npz (tests/data/pyformat/make_npz.py: np.savez, and numpy's own reading of the arrays).
+TEST_CASE("npz: arrays as numpy reads them, Marian's text, and what is refused", "[pyformat]") {
+  const json expected = read_json("arrays_npz.json");
+  const std::string path = kDir + "arrays.npz";
+  const attnmt::NpzFile file = attnmt::load_npz(path);
+  REQUIRE(file.arrays.size() == expected.size());
+  for (const auto& [name, e] : expected.items()) {
+    INFO(name);
+    REQUIRE(file.arrays.count(name));
+    const TensorRef& t = file.arrays.at(name);
+    CHECK(t.shape == e["shape"].get<std::vector<int64_t>>());
+    CHECK(t.storage->file == path);
+    const auto want = e["values"].get<std::vector<double>>();
+    std::vector<double> got;
+    if (attnmt::dtype_is_floating(t.dtype)) {
+      for (float f : attnmt::to_float32_contiguous(t, name)) got.push_back(f);
+    } else {
+      for (int64_t i : attnmt::to_int64_contiguous(t, name)) got.push_back(static_cast<double>(i));
+    }
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-6));  // float64 as float32
+  }
+  CHECK(file.arrays.at("fortran").strides == std::vector<int64_t>{1, 3});  // column-major
+  CHECK(attnmt::npz_text(file.arrays.at("special:model.yml"), "special:model.yml") ==
+        expected["special:model.yml"]["text"].get<std::string>());
+  CHECK_THROWS_WITH(attnmt::npz_text(file.arrays.at("decoder_W"), "decoder_W"), Catch::Contains("is not text"));
+
+  const TempDir tmp;
+  // The stored entries hold their .npy headers as written: a shape of another size, in place.
+  std::string bytes = attnmt::read_file(path);
+  const auto at = bytes.find("'shape': (2, 3)");
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, 15, "'shape': (2, 4)");
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {kDir + "arrays_compressed.npz", "deflate"},
+      {kDir + "big_endian.npz", "array 'w': big-endian dtype '>f4'"},
+      {tmp.write("resized.npz", bytes), "array 'decoder_W': 8 float32 elements need 32 bytes, the entry holds 24"},
+      {tmp.write("text.npz", "type: s2s\n"), "not a .npz file (not a ZIP archive)"},
+      {kDir + "state.pt", "is not a .npy array"},
+  };
+  for (const auto& [bad_path, message] : bad) {
+    INFO(bad_path);
+    CHECK_THROWS_WITH(attnmt::load_npz(bad_path), Catch::Contains(bad_path) && Catch::Contains(message));
+  }
 }

@@ -19,14 +19,28 @@ inline ModelConfig sized_config(int64_t embedding, int64_t encoder_hidden, int64
   return config;
 }
 
+// The conditional style as Marian's s2s builds it: the concat score, the mean bridge, a transition
+// cell, a deep output at the embedding size, each encoder direction a stack of its own.
+inline void make_conditional(ModelConfig& config) {
+  config.decoder.style = DecoderStyle::conditional;
+  config.attention.type = "luong_concat";
+  config.decoder.init = DecoderInit::mean_bridge;
+  config.decoder.transitions = 1;
+  config.decoder.combine_bias = true;
+  config.decoder.combine_size = static_cast<int>(config.embedding_size);
+  config.encoder.separate_directions = true;
+}
+
 // An RNN kind on both sides and a decoder style with its usual attention (Luong: luong_general;
-// Bahdanau: bahdanau), tied embeddings: the grid the decoding kernels are tested over.
+// Bahdanau: bahdanau; conditional: make_conditional), tied embeddings: the grid the decoding
+// kernels are tested over.
 inline ModelConfig styled_config(int64_t embedding, int64_t encoder_hidden, int64_t decoder_hidden,
                                  RnnType rnn, DecoderStyle style) {
   auto config = sized_config(embedding, encoder_hidden, decoder_hidden);
   config.encoder.rnn = config.decoder.rnn = rnn;
   config.decoder.style = style;
   config.attention.type = style == DecoderStyle::luong ? "luong_general" : "bahdanau";
+  if (style == DecoderStyle::conditional) make_conditional(config);
   config.tie_embeddings = true;
   return config;
 }

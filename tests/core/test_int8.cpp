@@ -353,7 +353,7 @@ double rescore(Seq2SeqStepModel& step_model, const torch::Tensor& src, const tor
 
 TEST_CASE("int8 decoding: close to fp32, and beam scores equal the int8 model's rescoring", "[int8][model]") {
   for (const RnnType rnn : {RnnType::lstm, RnnType::gru}) {
-    for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau}) {
+    for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau, DecoderStyle::conditional}) {
       SECTION(name_string(rnn) + " " + name_string(style)) {
         auto model = small_model(rnn, style);
         torch::NoGradGuard no_grad;

@@ -119,7 +119,7 @@ TEST_CASE("PackedLinear runs in several threads at once", "[packed]") {
 
 TEST_CASE("decoding on packed weights gives LibTorch's log-probabilities and translations", "[packed][model]") {
   for (const RnnType rnn : {RnnType::lstm, RnnType::gru}) {
-    for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau}) {
+    for (const DecoderStyle style : {DecoderStyle::luong, DecoderStyle::bahdanau, DecoderStyle::conditional}) {
       SECTION(name_string(rnn) + " " + name_string(style)) {
         torch::manual_seed(4);
         auto model = test::eval_model(test::styled_config(24, 12, 24, rnn, style), 40, 60);

@@ -219,6 +219,85 @@ TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[
   }
 }
 
+// The conditional style (model/decoder.h) against its definition, written out here with plain tensor
+// operations for one sentence: each encoder direction a GRU stack of its own, the mean bridge, then
+// step 0 (s' = GRU_1(E <s>), Marian's MLP score, s = GRU_2(c), one transition cell without input, a
+// second layer above, h~ = tanh(W_o [s; c; E y] + b)); and teacher forcing equals step by step.
+TEST_CASE("the conditional decoder computes its definition", "[model]") {
+  torch::manual_seed(41);
+  ModelConfig config;
+  config.embedding_size = 6;
+  config.encoder.hidden_size = 5;
+  config.decoder.hidden_size = 7;
+  config.encoder.layers = config.decoder.layers = 2;
+  config.encoder.rnn = config.decoder.rnn = RnnType::gru;
+  config.attention.hidden_size = 9;
+  attnmt::test::make_conditional(config);
+  VocabSizes vocab;
+  vocab.src = 15;
+  vocab.tgt = 13;
+  Seq2Seq model(config, vocab);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto p = model->named_parameters();
+  auto gru = [](const torch::Tensor& x, const torch::Tensor& h, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
+                const torch::Tensor& b_ih, const torch::Tensor& b_hh) {
+    auto gi = (x.defined() ? torch::mv(w_ih, x) : torch::zeros_like(b_ih)) + b_ih;
+    auto gh = torch::mv(w_hh, h) + b_hh;
+    auto gi3 = gi.chunk(3), gh3 = gh.chunk(3);
+    auto r = torch::sigmoid(gi3[0] + gh3[0]), z = torch::sigmoid(gi3[1] + gh3[1]);
+    auto n = torch::tanh(gi3[2] + r * gh3[2]);
+    return (1 - z) * n + z * h;
+  };
+  auto src = torch::tensor({{5, 9, 4, 11}}, torch::kLong);
+  auto len = torch::tensor({4}, torch::kLong);
+  auto emb = p["src_embed.weight"].index_select(0, src[0]);  // [4, 6]
+  auto run = [&](const std::string& name, const std::vector<torch::Tensor>& xs) {
+    std::vector<torch::Tensor> out;
+    auto h = torch::zeros({5});
+    for (const auto& x : xs) {
+      h = gru(x, h, p[name + ".weight_ih_l0"], p[name + ".weight_hh_l0"], p[name + ".bias_ih_l0"], p[name + ".bias_hh_l0"]);
+      out.push_back(h);
+    }
+    return out;
+  };
+  std::vector<torch::Tensor> x = emb.unbind(0), reversed(x.rbegin(), x.rend());
+  auto f = run("encoder.fwd_1", run("encoder.fwd_0", x));
+  auto b = run("encoder.bwd_1", run("encoder.bwd_0", reversed));
+  std::reverse(b.begin(), b.end());
+  std::vector<torch::Tensor> rows;
+  for (size_t i = 0; i < f.size(); ++i) rows.push_back(torch::cat({f[i], b[i]}));
+  auto memory = torch::stack(rows);  // [4, 10]
+  auto h0 = torch::tanh(torch::mv(p["decoder.mean_bridge.weight"], memory.mean(0)) + p["decoder.mean_bridge.bias"]);
+  auto y = p["tgt_embed.weight"][vocab.bos_id];
+  auto s1 = gru(y, h0, p["decoder.rnn.w_static"], p["decoder.rnn.w_hh_0"], p["decoder.rnn.b_ih_0"], p["decoder.rnn.b_hh_0"]);
+  auto e = torch::mv(torch::tanh(torch::mv(p["decoder.attention.w_a.weight"], s1) + p["decoder.attention.w_a.bias"] +
+                                 torch::mm(memory, p["decoder.attention.u_a.weight"].t())),
+                     p["decoder.attention.v_a"]);
+  auto c = torch::mv(memory.t(), torch::softmax(e, 0));
+  auto s = gru(c, s1, p["decoder.second.w_static"], p["decoder.second.w_hh_0"], p["decoder.second.b_ih_0"],
+               p["decoder.second.b_hh_0"]);
+  s = gru({}, s, {}, p["decoder.transition_w_hh_0"], p["decoder.transition_b_ih_0"], p["decoder.transition_b_hh_0"]);
+  auto s2 = gru(s, h0, p["decoder.above.w_static"], p["decoder.above.w_hh_0"], p["decoder.above.b_ih_0"],
+                p["decoder.above.b_hh_0"]);
+  auto h = torch::tanh(torch::mv(p["decoder.combine.weight"], torch::cat({s2, c, y})) + p["decoder.combine.bias"]);
+  auto want = torch::mv(p["out_weight"], h) + p["out_bias"];
+  REQUIRE(vocab.bos_id == 2);
+  auto tgt = torch::tensor({{2, 7, 8}}, torch::kLong);
+  auto logits = model->forward(src, len, tgt);
+  CHECK(attnmt::test::max_abs_diff(logits[0][0], want) < 1e-5);
+  check_teacher_forcing_equals_steps(model, src, len, tgt);
+  // A batch with padding gives each sentence what it gives alone.
+  auto batch = torch::tensor({{5, 9, 4, 11}, {6, 3, 0, 0}}, torch::kLong);
+  auto lengths = torch::tensor({4, 2}, torch::kLong);
+  auto tgt2 = torch::tensor({{2, 7, 8}, {2, 9, 4}}, torch::kLong);
+  auto together = model->forward(batch, lengths, tgt2);
+  CHECK(attnmt::test::max_abs_diff(together[0], logits[0]) < 1e-5);
+  auto alone = model->forward(batch.narrow(0, 1, 1).narrow(1, 0, 2), lengths.narrow(0, 1, 1), tgt2.narrow(0, 1, 1));
+  CHECK(attnmt::test::max_abs_diff(together[1], alone[0]) < 1e-5);
+  check_teacher_forcing_equals_steps(model, batch, lengths, tgt2);
+}
+
 namespace {
 
 // Beam search expands, reorders and prunes the model's per-step state (the attention's coverage,

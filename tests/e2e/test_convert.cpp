@@ -91,7 +91,25 @@ struct Fixture {
   const char* source;  // what convert reads: a file of the fixture ("": the fixture directory)
   const char* spm;     // the model reads raw text through this SentencePiece model ("": pieces)
   bool dictionaries = false;  // fairseq: --data-dir is the fixture directory (its dict.de.txt, dict.en.txt)
+  bool vocabs = false;        // Marian: --vocabs the fixture's vocab.de.yml vocab.en.yml
+  // Its scores as the toolkit prints them: 6 significant digits (marian-decoder's n-best lists),
+  // else in full.
+  bool six_digits = false;
 };
+
+// How far a score is from the toolkit's beyond the rounding of its printing: 6 significant
+// digits are within 5e-6 of the value, relatively.
+double score_error(double got, double want, bool six_digits) {
+  return std::max(0.0, std::abs(got - want) - (six_digits ? 5e-6 * std::abs(want) : 0.0));
+}
+
+// What convert is given besides the source.
+std::string convert_extras(const Fixture& f, const fs::path& dir) {
+  std::string extras;
+  if (f.dictionaries) extras += " --data-dir " + dir.string();
+  if (f.vocabs) extras += " --vocabs " + (dir / "vocab.de.yml").string() + " " + (dir / "vocab.en.yml").string();
+  return extras;
+}
 
 // Every fixture make_fixtures.sh writes.
 const Fixture kAll[] = {
@@ -106,11 +124,12 @@ const Fixture kAll[] = {
     {"fairseq_lstm_bi", "fairseq", "checkpoint.pt", "", true},
     {"fairseq_wiseman", "fairseq", "checkpoint.pt", "", true},
     {"fairseq_luong_shared", "fairseq", "checkpoint.pt", "", true},
+    {"marian_s2s", "marian", "model.npz", "", false, true, true},
 };
 
 // Every hypothesis of every line, as many as the toolkit's: the same text, the score within 1e-4.
 void check_full_lists(const std::vector<std::vector<Hyp>>& got, const std::vector<nlohmann::json>& want,
-                      bool sentencepiece, const std::string& what) {
+                      bool sentencepiece, const std::string& what, bool six_digits = false) {
   REQUIRE(got.size() == want.size());
   size_t same = 0, total = 0;
   double worst = 0;
@@ -123,7 +142,7 @@ void check_full_lists(const std::vector<std::vector<Hyp>>& got, const std::vecto
       CHECK(got[i][k].text == expected_text(want[i][k]["tokens"], sentencepiece));
       if (got[i][k].text != expected_text(want[i][k]["tokens"], sentencepiece)) continue;
       ++same;
-      worst = std::max(worst, std::abs(got[i][k].score - want[i][k]["score"].get<double>()));
+      worst = std::max(worst, score_error(got[i][k].score, want[i][k]["score"].get<double>(), six_digits));
     }
   }
   WARN(what << ": " << same << "/" << total << " hypotheses equal the toolkit's; largest score difference " << worst);
@@ -141,8 +160,8 @@ void check_fixture(const Fixture& f, const std::string& expected_file = "expecte
   const auto tmp = temp_dir(std::string("convert_") + f.name);
   const fs::path model = tmp / "model.pt";
   const std::string source = *f.source ? (dir / f.source).string() : dir.string();
-  const auto converted = run("convert --from " + std::string(f.from) + " " + source + " --output " + model.string() +
-                             (f.dictionaries ? " --data-dir " + dir.string() : ""));
+  const auto converted =
+      run("convert --from " + std::string(f.from) + " " + source + " --output " + model.string() + convert_extras(f, dir));
   INFO(converted.output);
   REQUIRE(converted.status == 0);
 
@@ -178,7 +197,7 @@ void check_fixture(const Fixture& f, const std::string& expected_file = "expecte
         if (k >= want.size() || k >= got[i].size()) continue;
         if (got[i][k].text != expected_text(want[k]["tokens"], sentencepiece)) continue;
         ++same_hyps;
-        worst = std::max(worst, std::abs(got[i][k].score - want[k]["score"].get<double>()));
+        worst = std::max(worst, score_error(got[i][k].score, want[k]["score"].get<double>(), f.six_digits));
       }
       CHECK(got[i][0].text == expected_text(want[0]["tokens"], sentencepiece));
     }
@@ -193,7 +212,7 @@ void check_fixture(const Fixture& f, const std::string& expected_file = "expecte
       std::vector<nlohmann::json> want;
       for (const auto& e : expected)
         want.push_back(std::string(search) == "greedy" ? nlohmann::json::array({e["greedy"]}) : e["beam5"]);
-      check_full_lists(got, want, sentencepiece, std::string(f.name) + " " + search);
+      check_full_lists(got, want, sentencepiece, std::string(f.name) + " " + search, f.six_digits);
     }
   }
   // decode.precision int8 on the converted model (runtime/int8_gemm.h): it runs, and most beam
@@ -294,41 +313,64 @@ TEST_CASE("convert: fairseq LSTM models translate as fairseq-generate does", "[e
   }
 }
 
-// A converted fairseq model is an ordinary model file: ensembles, bf16, align and plot run on it.
-TEST_CASE("convert: a converted fairseq model runs in ensembles, bf16, align and plot", "[e2e][convert]") {
-  const auto dir = kFixtures / "fairseq_wiseman";
-  const auto tmp = temp_dir("convert_fairseq_uses");
-  const auto model = tmp / "model.pt";
-  REQUIRE(run("convert --from fairseq " + (dir / "checkpoint.pt").string() + " --data-dir " + dir.string() + " --output " +
-              model.string()).status == 0);
-  const auto input = (dir / "src.txt").string();
-  const size_t lines = lines_of(dir / "src.txt").size();
-  for (const std::string& extra : std::vector<std::string>{"--model " + model.string(), "--precision bf16"}) {
-    const auto out = tmp / "out.txt";
-    const auto r = run("translate --model " + model.string() + " " + extra + " --threads 1 --input " + input +
-                       " --output " + out.string());
-    INFO(extra << "\n" << r.output);
-    REQUIRE(r.status == 0);
-    CHECK(lines_of(out).size() == lines);
+// marian-decoder's own outputs (expected.jsonl: --beam-size 1, and --beam-size 5 --n-best, its
+// defaults otherwise: normalize 0, word-penalty 0, max-length-factor 3, no --allow-unk) with the
+// converted model's defaults (decode.search_rules marian, stored by convert): every n-best entry,
+// as many, scores within 1e-4 beyond the rounding of Marian's 6 printed digits.
+TEST_CASE("convert: Marian s2s models translate as marian-decoder does", "[e2e][convert]") {
+  for (const auto& f : kAll) {
+    if (std::string(f.name).rfind("marian_", 0) == 0) check_fixture(f, "expected.jsonl", "", /*full_lists=*/true);
   }
-  // The references: fairseq's own greedy outputs.
-  {
-    std::ofstream ref(tmp / "ref.txt");
-    for (const auto& line : lines_of(dir / "expected.jsonl")) {
-      ref << expected_text(nlohmann::json::parse(line)["greedy"]["tokens"], false) << "\n";
+  // marian-decoder --normalize 0.6 --word-penalty 0.5 --max-length-factor 1 (the limit cuts many
+  // hypotheses of this barely trained model), as attnmt's options.
+  for (const auto& f : kAll) {
+    if (std::string(f.name) != "marian_s2s") continue;
+    check_fixture(f, "expected_options.jsonl", "--length-penalty 0.6 --word-penalty 0.5 --max-length-ratio 1",
+                  /*full_lists=*/true);
+  }
+}
+
+// A converted fairseq or Marian model is an ordinary model file: ensembles, bf16, int8, align and
+// plot run on it.
+TEST_CASE("convert: a converted fairseq or Marian model runs in ensembles, bf16, align and plot", "[e2e][convert]") {
+  for (const auto& f : kAll) {
+    if (std::string(f.name) != "fairseq_wiseman" && std::string(f.name) != "marian_s2s") continue;
+    INFO(f.name);
+    const auto dir = kFixtures / f.name;
+    const auto tmp = temp_dir(std::string("convert_uses_") + f.name);
+    const auto model = tmp / "model.pt";
+    REQUIRE(run("convert --from " + std::string(f.from) + " " + (dir / f.source).string() + convert_extras(f, dir) +
+                " --output " + model.string()).status == 0);
+    const auto input = (dir / "src.txt").string();
+    const size_t lines = lines_of(dir / "src.txt").size();
+    for (const std::string& extra :
+         std::vector<std::string>{"--model " + model.string(), "--precision bf16", "--precision int8"}) {
+      const auto out = tmp / "out.txt";
+      const auto r = run("translate --model " + model.string() + " " + extra + " --threads 1 --input " + input +
+                         " --output " + out.string());
+      INFO(extra << "\n" << r.output);
+      REQUIRE(r.status == 0);
+      CHECK(lines_of(out).size() == lines);
     }
+    // The references: the toolkit's own greedy outputs.
+    {
+      std::ofstream ref(tmp / "ref.txt");
+      for (const auto& line : lines_of(dir / "expected.jsonl")) {
+        ref << expected_text(nlohmann::json::parse(line)["greedy"]["tokens"], false) << "\n";
+      }
+    }
+    const auto aligned = run("align --model " + model.string() + " --src " + input + " --tgt " + (tmp / "ref.txt").string() +
+                             " --output " + (tmp / "align.txt").string());
+    INFO(aligned.output);
+    REQUIRE(aligned.status == 0);
+    CHECK(lines_of(tmp / "align.txt").size() == lines);
+    const auto first = lines_of(dir / "src.txt").front();
+    const auto plotted = run("plot --model " + model.string() + " --src '" + first + "' --output " + (tmp / "a.svg").string());
+    INFO(plotted.output);
+    REQUIRE(plotted.status == 0);
+    CHECK(fs::file_size(tmp / "a.svg") > 0);
+    fs::remove_all(tmp);
   }
-  const auto aligned = run("align --model " + model.string() + " --src " + input + " --tgt " + (tmp / "ref.txt").string() +
-                           " --output " + (tmp / "align.txt").string());
-  INFO(aligned.output);
-  REQUIRE(aligned.status == 0);
-  CHECK(lines_of(tmp / "align.txt").size() == lines);
-  const auto first = lines_of(dir / "src.txt").front();
-  const auto plotted = run("plot --model " + model.string() + " --src '" + first + "' --output " + (tmp / "a.svg").string());
-  INFO(plotted.output);
-  REQUIRE(plotted.status == 0);
-  CHECK(fs::file_size(tmp / "a.svg") > 0);
-  fs::remove_all(tmp);
 }
 
 TEST_CASE("convert: what attnmt cannot compute, or cannot read, is refused in one line and nothing is written",
@@ -365,7 +407,7 @@ TEST_CASE("convert: what attnmt cannot compute, or cannot read, is refused in on
   refused("--from opennmt-py " + (tmp / "missing.pt").string(), "missing.pt");
   refused("--from joeynmt " + onmt.string(), "config.yaml");
   refused("--from opennmt-py " + (kFixtures / "joey_lstm_bahdanau_bridge" / "best.ckpt").string(), "--from joeynmt");
-  refused("--from marian " + onmt.string(), "--from: 'marian'");
+  refused("--from sockeye " + onmt.string(), "--from: 'sockeye'");
   // fairseq: what its lstm family has that attnmt does not compute, and missing dictionaries
   // (scripts/convert_fixtures/fairseq_refused.py: the fixture's checkpoint with another option)
   const auto fairseq = kFixtures / "fairseq_wiseman";
@@ -379,6 +421,19 @@ TEST_CASE("convert: what attnmt cannot compute, or cannot read, is refused in on
               (kFixtures / "fairseq_luong_shared").string(), "not the dictionaries it was trained with");
   refused("--from fairseq " + onmt.string() + dicts, "--from opennmt-py");
   refused("--from opennmt-py " + onmt.string() + dicts, "--data-dir: only with --from fairseq");
+  // Marian: options attnmt does not compute (scripts/convert_fixtures/marian_refused.py: the
+  // fixture's options with one changed), vocabularies missing or not the model's
+  const auto marian = kFixtures / "marian_s2s";
+  const auto vocabs = " --vocabs " + (marian / "vocab.de.yml").string() + " " + (marian / "vocab.en.yml").string();
+  refused("--from marian " + (refused_dir / "marian_transformer.npz").string() + vocabs, "'transformer' model (type)");
+  refused("--from marian " + (refused_dir / "marian_layer_norm.npz").string() + vocabs, "layer-normalization");
+  refused("--from marian " + (refused_dir / "marian_lstm.npz").string() + vocabs, "dec-cell lstm");
+  refused("--from marian " + (marian / "model.npz").string(), "--vocabs: required");
+  refused("--from marian " + onmt.string() + vocabs, "not a .npz file");
+  refused("--from marian " + (marian / "model.npz").string() + " --vocabs " + (marian / "vocab.en.yml").string() + " " +
+              (marian / "vocab.de.yml").string(),
+          "not the vocabularies it was trained with");
+  refused("--from fairseq " + (fairseq / "checkpoint.pt").string() + dicts + vocabs, "--vocabs: only with --from marian");
   // a SentencePiece model that is not the one the vocabulary was built with
   refused("--from opennmt-py " + onmt.string() + " --spm " + (fs::path(ATTNMT_TEST_DATA_DIR) / "model_v1" / "spm.model").string(),
           "not the SentencePiece model");
