@@ -311,7 +311,16 @@ TEST_CASE("toolkit search rules: decode.search_rules and decode.ban_unk in the c
   CHECK(translate_options(config("  search_rules: opennmt3\n  max_length: 9\n").decode).search.rules ==
         SearchRules::opennmt3);
   CHECK(translate_options(Config().decode).search.rules == SearchRules::attnmt);
-  CHECK_THROWS_WITH(config("  search_rules: marian\n"), Catch::Contains("decode.search_rules"));
+  CHECK_THROWS_WITH(config("  search_rules: sockeye\n"), Catch::Contains("decode.search_rules"));
+  const auto marian = translate_options(config("  search_rules: marian\n  word_penalty: 0.5\n  ban_unk: true\n").decode);
+  CHECK(marian.search.rules == SearchRules::marian);
+  CHECK(marian.search.word_penalty == 0.5);
+  CHECK_THROWS_WITH(config("  word_penalty: 0.5\n"),
+                    Catch::Contains("decode.word_penalty must be 0 with decode.search_rules: attnmt (a rule of marian)"));
+  CHECK_THROWS_WITH(config("  search_rules: marian\n  min_length: 2\n"),
+                    Catch::Contains("decode.min_length must be 0 with decode.search_rules: marian"));
+  CHECK_THROWS_WITH(config("  search_rules: marian\n  max_length: 20\n"),
+                    Catch::Contains("decode.max_length must be 0 with decode.search_rules: marian"));
   CHECK_THROWS_WITH(config("  search_rules: opennmt\n"),
                     Catch::Contains("decode.max_length must be > 0 with decode.search_rules: opennmt"));
   CHECK(config("  search_rules: joeynmt\n").decode.max_length == 0);  // Joey NMT's own default limit

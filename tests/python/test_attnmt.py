@@ -304,6 +304,26 @@ class ConvertedModelTest(unittest.TestCase):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_converted_marian_model_translates_as_marian_decoder(self):
+        """marian-decoder's beam-5 5-best (its rules, stored by convert) from the module: texts, and
+        scores within Marian's 6 printed digits."""
+        fixture = DATA / "convert" / "marian_s2s"
+        tmp = Path(tempfile.mkdtemp(prefix="attnmt_python_convert_marian_"))
+        try:
+            model = tmp / "converted.pt"
+            run("convert", "--from", "marian", str(fixture / "model.npz"), "--vocabs", str(fixture / "vocab.de.yml"),
+                str(fixture / "vocab.en.yml"), "--output", str(model))
+            lines = (fixture / "src.txt").read_text(encoding="utf-8").splitlines()[:10]
+            expected = [json.loads(l) for l in (fixture / "expected.jsonl").read_text(encoding="utf-8").splitlines()[:10]]
+            tr = attnmt.Translator(str(model), threads=1)
+            results = tr.translate(lines, beam_size=5, n_best=5)
+            for r, e in zip(results, expected):
+                self.assertEqual([h.text for h in r], [" ".join(w["tokens"]) for w in e["beam5"]])
+                for h, w in zip(r, e["beam5"]):
+                    self.assertAlmostEqual(h.score, w["score"], delta=1e-4 + 5e-6 * abs(w["score"]))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
 
 class ScoreTest(unittest.TestCase):
     def test_score_equals_sacrebleu(self):
