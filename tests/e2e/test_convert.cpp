@@ -125,6 +125,7 @@ const Fixture kAll[] = {
     {"fairseq_wiseman", "fairseq", "checkpoint.pt", "", true},
     {"fairseq_luong_shared", "fairseq", "checkpoint.pt", "", true},
     {"marian_s2s", "marian", "model.npz", "", false, true, true},
+    {"marian_s2s_deep", "marian", "model.npz", "", false, true, true},
 };
 
 // Every hypothesis of every line, as many as the toolkit's: the same text, the score within 1e-4.
