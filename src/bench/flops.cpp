@@ -70,8 +70,8 @@ ModelArithmetic model_arithmetic(const ModelConfig& model, int64_t target_vocab,
   // The conditional style: RNN_2's input is c_t, and RNN_2 and the transitions add recurrent products.
   const bool luong = dec.style == DecoderStyle::luong;
   const bool conditional = dec.style == DecoderStyle::conditional;
-  const int64_t dynamic = luong ? (dec.input_feeding ? Hd : 0) : M;
   const int64_t C = dec.combine_size > 0 ? dec.combine_size : Hd;
+  const int64_t dynamic = luong ? (dec.input_feeding ? C : 0) : M;
   add("decoder.embedding_projection", false, B * T, E, Gd, 1, BT);
   if (dynamic > 0) add(conditional ? "decoder.context_input" : "decoder.dynamic_input", false, B, dynamic, Gd, steps_tgt, Bd);
   const int64_t recurrent = dec.layers + (conditional ? 1 + dec.transitions : 0);

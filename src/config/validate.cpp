@@ -154,6 +154,9 @@ const BetweenKeys kBetweenKeys[] = {
               ") is the decoder's hidden size or twice it";
      },
      [](const Config&) -> std::string { return "last"; }},
+    {"model.encoder.separate_directions",
+     [](const Config& c) { return c.model.encoder.separate_directions && !c.model.encoder.bidirectional; },
+     [](const Config&) -> std::string { return "false unless model.encoder.bidirectional is true"; }, yes},
     {"model.decoder.transitions",
      [](const Config& c) { return c.model.decoder.transitions > 0 && c.model.decoder.style != DecoderStyle::conditional; },
      [](const Config&) -> std::string { return "0 unless model.decoder.style is conditional (they follow its second cell)"; },

@@ -85,7 +85,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& config, int64_t memory_size)
     }
     if (dec.layers > 1) above_ = register_module("above", RnnStack(dec.rnn, H, 0, H, dec.layers - 1, dec.dropout));
   } else {
-    const int64_t dynamic = luong_ ? (dec.input_feeding ? H : 0) : ctx;
+    const int64_t dynamic = luong_ ? (dec.input_feeding ? output_size() : 0) : ctx;  // input feeding: h~
     rnn_ = register_module("rnn", RnnStack(dec.rnn, E, dynamic, H, dec.layers, dec.dropout));
   }
   const int64_t final_size = config.encoder.hidden_size * (config.encoder.bidirectional ? 2 : 1);
@@ -205,7 +205,9 @@ DecoderStepState DecoderImpl::initial_state(const EncoderOutput& encoded, const 
       break;
     }
   }
-  if (luong_ && config_.decoder.input_feeding) state.feed = torch::zeros_like(state.rnn.h[0]);
+  if (luong_ && config_.decoder.input_feeding) {
+    state.feed = torch::zeros({state.rnn.h[0].size(0), output_size()}, state.rnn.h[0].options());
+  }
   state.attention = attention_->initial_state(memory);
   return state;
 }

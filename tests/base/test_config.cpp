@@ -609,6 +609,10 @@ const InvalidCase kInvalid[] = {
     {{"model.decoder.init=last", "model.decoder.hidden_size=7"},
      "model.decoder.init must be not 'last' unless the encoder's output size (512) is the decoder's hidden size or twice "
      "it, got last"},
+    {{"model.decoder.transitions=1"},
+     "model.decoder.transitions must be 0 unless model.decoder.style is conditional (they follow its second cell), got 1"},
+    {{"model.encoder.bidirectional=false", "model.encoder.separate_directions=true"},
+     "model.encoder.separate_directions must be false unless model.encoder.bidirectional is true, got true"},
     {{"decode.mbr=bleu", "decode.sampling=true", "decode.mbr_candidates=1"},
      "decode.mbr_candidates must be >= 2 (the samples compared) with decode.sampling, got 1"},
     {{"decode.mbr=bleu", "decode.mbr_candidates=2", "decode.n_best=3"},

@@ -204,8 +204,10 @@ TEST_CASE("teacher forcing and step-by-step decoding compute the same thing", "[
   config.embedding_size = 8;
   config.encoder.hidden_size = 6;
   config.decoder.hidden_size = 10;
-  for (const RnnType rnn : {RnnType::lstm, RnnType::gru}) {
+  // combine_size 7: h~ (fed back by input feeding) narrower than the decoder
+  for (const auto& [rnn, combine_size] : {std::pair{RnnType::lstm, 0}, std::pair{RnnType::gru, 0}, std::pair{RnnType::lstm, 7}}) {
     config.encoder.rnn = config.decoder.rnn = rnn;
+    config.decoder.combine_size = combine_size;
     VocabSizes vocab;
     vocab.src = 20;
     vocab.tgt = 20;
