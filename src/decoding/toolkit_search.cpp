@@ -769,14 +769,10 @@ std::vector<std::vector<Hypothesis>> marian_search(StepModel& model, const torch
     if (options.ban_unk) cand.select(1, unk).fill_(-kInf);
     cand.add_(torch::tensor(running).to(device).view({A * K, 1}));
     if (step == 0) cand.view({A, K, V}).slice(1, 1).fill_(-kInf);  // the start hypothesis alone
-    auto [top_scores, top_ids] = cand.view({A, K * V}).topk(K, -1);
-    const auto score = to_floats(top_scores);
-    const auto ids = to_vector(top_ids);
-    std::vector<int64_t> from(ids.size()), token(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) {
-      from[i] = static_cast<int64_t>(i) / K * K + ids[i] / V;
-      token[i] = ids[i] % V;
-    }
+    const auto chosen = choose(cand, A, K);
+    const auto& score = chosen.score;
+    const auto& from = chosen.select;
+    const auto& token = chosen.token;
     paths.advance(from, token, chosen_log_probs(log_probs, from, token), selected_attention(r, from, options.return_attention));
 
     const auto length = static_cast<float>(step + 1);
